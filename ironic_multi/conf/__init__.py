@@ -1,0 +1,35 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Configuration options of ironic-multi.
+
+Options are declared once, in the modules of this package, and registered
+on the global ``CONF`` when this package is imported.  Inside nova-compute
+the ``[ironic]`` group is shared with Nova: where Nova already registered an
+option of the same name, Nova's definition is kept.
+"""
+
+from oslo_config import cfg
+
+from ironic_multi.conf import coordination
+from ironic_multi.conf import driver
+from ironic_multi.conf import ironic
+from ironic_multi.conf import reservation
+
+CONF = cfg.CONF
+
+coordination.register_opts(CONF)
+driver.register_opts(CONF)
+ironic.register_opts(CONF)
+reservation.register_opts(CONF)

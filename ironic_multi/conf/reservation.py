@@ -1,0 +1,86 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""How nodes are reserved: backend, ready pool, claims."""
+
+from oslo_config import cfg
+
+from ironic_multi.conf import groups
+
+OPTS = [
+    cfg.StrOpt(
+        'reservation_backend',
+        default='ironic',
+        help='Name of the reservation backend, an entry point in the '
+             '``ironic_multi.reservation.backends`` namespace: ``ironic`` '
+             'reserves real Ironic nodes, ``static`` reserves nodes '
+             'declared in ``static_inventory``.'),
+    cfg.StrOpt(
+        'static_inventory',
+        default='/etc/ironic-multi/static-nodes.yaml',
+        help='YAML file declaring the nodes of the ``static`` backend. '
+             'Its claims are stored next to it, in a file locked for '
+             'every change.'),
+    cfg.BoolOpt(
+        'use_allocations',
+        default=True,
+        help='Claim nodes with Ironic allocations (API 1.52) when the '
+             'server supports them; otherwise, or when disabled, set the '
+             'node\'s instance_uuid, which Ironic refuses with 409 when '
+             'the node is taken.'),
+    cfg.IntOpt(
+        'claim_candidates',
+        default=8,
+        min=1,
+        max=100,
+        help='How many matching nodes from the ready pool are offered to '
+             'Ironic in one claim attempt.'),
+    cfg.FloatOpt(
+        'claim_timeout',
+        default=60.0,
+        min=1.0,
+        help='Upper bound, in seconds, of one claim, including conflicts, '
+             'retries and the search of other shards. A claim that has not '
+             'finished by then fails with a typed error and leaves no '
+             'reservation behind.'),
+    cfg.IntOpt(
+        'pool_refresh_interval',
+        default=30,
+        min=1,
+        help='Seconds between incremental refreshes of the ready pool '
+             '(nodes changed since the last refresh).'),
+    cfg.IntOpt(
+        'pool_full_refresh_interval',
+        default=600,
+        min=10,
+        help='Seconds between full re-reads of the owned shards; needed '
+             'because deleted nodes never show up in incremental '
+             'listings.'),
+    cfg.StrOpt(
+        'conductor_group',
+        default=None,
+        max_length=255,
+        regex=r'^[a-zA-Z0-9_.-]*$',
+        help='If set, only nodes of this Ironic conductor group are '
+             'reserved.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(groups.IRONIC_MULTI)
+    conf.register_opts(OPTS, group=groups.IRONIC_MULTI)
+
+
+def list_opts():
+    return [(groups.IRONIC_MULTI, OPTS)]

@@ -1,0 +1,146 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The errors ironic-multi raises.
+
+Everything derives from :class:`IronicMultiError`.  Each class names the
+situation, not the call that found it, and carries its context as
+attributes (``node``, ``instance``, ``shard``, ...) so that callers can act
+on an error without parsing its message.
+"""
+
+
+class IronicMultiError(Exception):
+    """Root of every error ironic-multi raises.
+
+    Subclasses set ``msg_fmt``; keyword arguments fill it and become
+    attributes of the exception.
+    """
+
+    msg_fmt = 'An unknown error occurred.'
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+        if message is None:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError):
+                # A missing context argument must not hide the real error.
+                message = '%s (%s)' % (self.msg_fmt, kwargs)
+        self.message = message
+        super().__init__(message)
+
+
+# Configuration and input -------------------------------------------------
+
+class ConfigInvalid(IronicMultiError):
+    msg_fmt = 'Invalid configuration: %(reason)s'
+
+
+class InvalidRequestSpec(IronicMultiError):
+    """A flavor or image property cannot be turned into requirements."""
+
+    msg_fmt = ('Invalid request spec: %(key)s=%(value)r: %(reason)s')
+
+
+# Ironic access -----------------------------------------------------------
+
+class IronicError(IronicMultiError):
+    msg_fmt = 'Ironic API error: %(reason)s'
+
+
+class IronicUnavailable(IronicError):
+    """Ironic did not answer (connection error, timeout, 503) in time."""
+
+    msg_fmt = 'Ironic is unavailable: %(reason)s'
+
+
+class IronicAPIError(IronicError):
+    """Ironic answered with an error this project does not handle."""
+
+    msg_fmt = 'Ironic returned HTTP %(status_code)s: %(reason)s'
+
+
+class IronicVersionUnsupported(IronicError):
+    msg_fmt = ('Ironic API %(server_max)s is older than %(required)s, '
+               'which %(feature)s needs')
+
+
+class NodeNotFound(IronicError):
+    msg_fmt = 'Ironic node %(node)s was not found'
+
+
+class NodeConflict(IronicError):
+    """Ironic refused a change with 409 Conflict."""
+
+    msg_fmt = 'Ironic node %(node)s refused the change: %(reason)s'
+
+
+class NodeAlreadyClaimed(NodeConflict):
+    """The node already belongs to another instance (or is locked)."""
+
+    msg_fmt = ('Ironic node %(node)s cannot be claimed for instance '
+               '%(instance)s: %(reason)s')
+
+
+class AllocationFailed(IronicError):
+    msg_fmt = ('Ironic allocation %(allocation)s failed: %(reason)s')
+
+
+# Reservations ------------------------------------------------------------
+
+class ReservationError(IronicMultiError):
+    msg_fmt = 'Reservation error: %(reason)s'
+
+
+class NoNodeAvailable(ReservationError):
+    """No node matches the requirements: the instance must reschedule."""
+
+    msg_fmt = ('No Ironic node is available for instance %(instance)s '
+               '(%(requirements)s)')
+
+
+class ClaimTimeout(ReservationError):
+    msg_fmt = ('Claiming a node for instance %(instance)s did not finish '
+               'within %(timeout)s seconds')
+
+
+class ReleaseRefused(ReservationError):
+    """The node belongs to another consumer; releasing it would steal it."""
+
+    msg_fmt = ('Refusing to release node %(node)s for instance '
+               '%(instance)s: it belongs to %(holder)s')
+
+
+class InvalidStateTransition(ReservationError):
+    msg_fmt = ('Reservation %(reservation)s cannot move from %(current)s '
+               'to %(target)s')
+
+
+class BackendNotFound(ReservationError):
+    msg_fmt = 'No reservation backend named %(name)s (known: %(known)s)'
+
+
+class StaticInventoryInvalid(ReservationError):
+    msg_fmt = 'Static node inventory %(path)s is invalid: %(reason)s'
+
+
+# Coordination ------------------------------------------------------------
+
+class CoordinationUnavailable(IronicMultiError):
+    """The tooz coordination backend cannot be reached."""
+
+    msg_fmt = 'Coordination backend %(url)s is unavailable: %(reason)s'
