@@ -144,3 +144,14 @@ class CoordinationUnavailable(IronicMultiError):
     """The tooz coordination backend cannot be reached."""
 
     msg_fmt = 'Coordination backend %(url)s is unavailable: %(reason)s'
+
+
+class RequestOutcomeUnknown(IronicUnavailable):
+    """A write was sent but its answer was lost: it may or may not apply.
+
+    Callers settle the outcome by reading the resource back; they never
+    assume either result.
+    """
+
+    msg_fmt = ('The answer to %(method)s %(url)s was lost (%(reason)s); '
+               'whether it was applied is unknown')

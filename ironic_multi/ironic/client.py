@@ -1,0 +1,345 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A thin layer over python-ironicclient.
+
+Every call goes through :meth:`IronicAPI._request`, which sends the
+negotiated microversion explicitly, retries only what is safe to retry
+(HTTP 503 and connection failures of idempotent requests, with backoff and
+a deadline), never retries a 409, and maps errors to
+:mod:`ironic_multi.exception`.  Results are plain dicts, as Ironic's JSON.
+"""
+
+import time
+import urllib.parse
+
+from ironicclient.common.apiclient import exceptions as ic_exc
+from ironicclient.v1 import client as ic_client
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_log import log as logging
+
+from ironic_multi.conf import CONF
+from ironic_multi import exception
+from ironic_multi.ironic import versions
+
+LOG = logging.getLogger(__name__)
+
+# Ironic's default [api]max_limit; asking for more silently gets less.
+PAGE_SIZE = 1000
+MAX_BACKOFF = 30.0
+_VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
+
+# The request never reached Ironic, or Ironic asked us to come back later:
+# repeating it cannot apply a change twice.
+_NOT_APPLIED = (ic_exc.ServiceUnavailable, ic_exc.ConnectionRefused)
+# The request may have reached Ironic; only idempotent ones are repeated.
+_LOST = (ks_exc.ConnectionError, ic_exc.ConnectionError)
+
+
+def _session_from_conf(conf):
+    group = 'ironic'
+    auth = ks_loading.load_auth_from_conf_options(conf, group)
+    return ks_loading.load_session_from_conf_options(conf, group, auth=auth)
+
+
+class IronicAPI(object):
+    """Access to one Ironic, with the microversion negotiated once."""
+
+    def __init__(self, conf=CONF, session=None, endpoint=None):
+        self._conf = conf
+        group = conf.ironic
+        self._client = ic_client.Client(
+            endpoint_override=endpoint or group.endpoint_override,
+            session=session or _session_from_conf(conf),
+            # Only our own explicit header is ever sent (see _request), so
+            # the client must neither negotiate nor retry on its own.
+            os_ironic_api_version=versions.format(versions.MINIMUM),
+            max_retries=0,
+            region_name=group.region_name,
+            interface=(group.valid_interfaces or ['public'])[0])
+        self._http = self._client.http_client
+        self._version = None
+
+    # -- versions ---------------------------------------------------------
+
+    @property
+    def version(self):
+        """The microversion used for every request, negotiated lazily."""
+        if self._version is None:
+            self._version = self._negotiate()
+        return self._version
+
+    def _negotiate(self):
+        root = self._request('GET', '/', version=versions.MINIMUM)
+        server = root.get('default_version') or root['versions'][0]
+        server_max = versions.parse(server['version'])
+        if server_max < versions.MINIMUM:
+            raise exception.IronicVersionUnsupported(
+                server_max=server['version'],
+                required=versions.format(versions.MINIMUM),
+                feature='ironic-multi')
+        chosen = min(server_max, versions.MAXIMUM)
+        missing = sorted(name for name, needed in versions.FEATURES.items()
+                         if needed > chosen)
+        if missing:
+            LOG.warning('Ironic API %s lacks %s; falling back to what it '
+                        'supports', server['version'], ', '.join(missing))
+        LOG.info('Using Ironic API microversion %s (server maximum %s)',
+                 versions.format(chosen), server['version'])
+        return chosen
+
+    def supports(self, feature):
+        return self.version >= versions.FEATURES[feature]
+
+    # -- the one request path ---------------------------------------------
+
+    def _request(self, method, url, body=None, idempotent=True,
+                 deadline=None, version=None):
+        """Send one request; return the decoded JSON body (or None).
+
+        :param idempotent: whether a request whose answer was lost may be
+            sent again.  A lost non-idempotent one raises
+            RequestOutcomeUnknown for the caller to settle.
+        :param deadline: ``time.monotonic()`` value after which no retry
+            starts.
+        """
+        headers = {_VERSION_HEADER: versions.format(version or self.version)}
+        kwargs = {'headers': headers}
+        if body is not None:
+            kwargs['body'] = body
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                _resp, data = self._http.json_request(method, url, **kwargs)
+                return data or None
+            except ic_exc.HttpError as e:
+                if not isinstance(e, _NOT_APPLIED):
+                    raise _api_error(e, method, url)
+                error = e
+            except _NOT_APPLIED + _LOST as e:
+                if not (idempotent or isinstance(e, _NOT_APPLIED)):
+                    raise exception.RequestOutcomeUnknown(
+                        method=method, url=url, reason=e)
+                error = e
+            delay = self._backoff(attempt)
+            if (attempt > self._conf.ironic.api_max_retries
+                    or (deadline is not None
+                        and time.monotonic() + delay > deadline)):
+                raise exception.IronicUnavailable(
+                    reason='%s %s failed after %d attempt(s): %s'
+                    % (method, url, attempt, error))
+            LOG.warning('Ironic is unavailable (%(error)s); retrying '
+                        '%(method)s %(url)s in %(delay).1f s',
+                        {'error': error, 'method': method, 'url': url,
+                         'delay': delay})
+            time.sleep(delay)
+
+    def _backoff(self, attempt):
+        base = self._conf.ironic.api_retry_interval
+        return min(base * (2 ** (attempt - 1)), MAX_BACKOFF)
+
+    # -- nodes --------------------------------------------------------------
+
+    def list_nodes(self, fields=None, detail=False, page_size=PAGE_SIZE,
+                   **filters):
+        """List nodes, paging with a marker and the same filters each time.
+
+        Ironic's ``next`` links drop the filters, so they are never
+        followed.  ``filters`` are query parameters of ``GET /v1/nodes``
+        (``shard`` may be a list).
+        """
+        return list(self.iter_nodes(fields=fields, detail=detail,
+                                    page_size=page_size, **filters))
+
+    def iter_nodes(self, fields=None, detail=False, page_size=PAGE_SIZE,
+                   **filters):
+        query = {key: _query_value(value) for key, value in filters.items()
+                 if value is not None}
+        if fields:
+            # The marker is a UUID: without it in the page we cannot page.
+            query['fields'] = ','.join(sorted(set(fields) | {'uuid'}))
+        query['limit'] = page_size
+        path = '/v1/nodes/detail' if detail else '/v1/nodes'
+        marker = None
+        while True:
+            if marker:
+                query['marker'] = marker
+            page = self._request('GET', '%s?%s' % (
+                path, urllib.parse.urlencode(query)))['nodes']
+            yield from page
+            if len(page) < page_size:
+                return
+            marker = page[-1]['uuid']
+
+    def get_node(self, node, fields=None):
+        url = '/v1/nodes/%s' % node
+        if fields:
+            url += '?fields=' + ','.join(fields)
+        try:
+            return self._request('GET', url)
+        except exception.IronicAPIError as e:
+            if e.status_code == 404:
+                raise exception.NodeNotFound(node=node)
+            raise
+
+    def node_by_instance(self, instance_uuid, fields=None):
+        """The node associated with ``instance_uuid``, or None."""
+        nodes = self.list_nodes(fields=fields, instance_uuid=instance_uuid)
+        return nodes[0] if nodes else None
+
+    def patch_node(self, node, patch, idempotent=True, deadline=None):
+        try:
+            return self._request('PATCH', '/v1/nodes/%s' % node, body=patch,
+                                 idempotent=idempotent, deadline=deadline)
+        except exception.IronicAPIError as e:
+            raise _node_error(e, node)
+
+    def claim_node(self, node, instance_uuid, deadline=None):
+        """Set ``instance_uuid`` on ``node``: Ironic's atomic claim.
+
+        :raises NodeAlreadyClaimed: the node (or the instance) is taken.
+        :raises RequestOutcomeUnknown: the answer was lost; read back.
+        """
+        patch = [{'op': 'add', 'path': '/instance_uuid',
+                  'value': instance_uuid}]
+        try:
+            return self.patch_node(node, patch, idempotent=False,
+                                   deadline=deadline)
+        except exception.NodeConflict as e:
+            raise exception.NodeAlreadyClaimed(
+                node=node, instance=instance_uuid, reason=e.reason)
+
+    def set_provision_state(self, node, target, body=None):
+        body = dict(body or {}, target=target)
+        try:
+            self._request('PUT', '/v1/nodes/%s/states/provision' % node,
+                          body=body)
+        except exception.IronicAPIError as e:
+            raise _node_error(e, node)
+
+    def set_power_state(self, node, target, soft=False):
+        if soft:
+            target = {'power off': 'soft power off',
+                      'rebooting': 'soft rebooting'}.get(target, target)
+        try:
+            self._request('PUT', '/v1/nodes/%s/states/power' % node,
+                          body={'target': target})
+        except exception.IronicAPIError as e:
+            raise _node_error(e, node)
+
+    def validate_node(self, node):
+        return self._request('GET', '/v1/nodes/%s/validate' % node)
+
+    def list_vifs(self, node):
+        return [v['id'] for v in
+                self._request('GET', '/v1/nodes/%s/vifs' % node)['vifs']]
+
+    def attach_vif(self, node, vif_id):
+        try:
+            self._request('POST', '/v1/nodes/%s/vifs' % node,
+                          body={'id': vif_id})
+        except exception.IronicAPIError as e:
+            if e.status_code != 409:  # already attached
+                raise _node_error(e, node)
+
+    def detach_vif(self, node, vif_id):
+        try:
+            self._request('DELETE', '/v1/nodes/%s/vifs/%s' % (node, vif_id))
+        except exception.IronicAPIError as e:
+            if e.status_code not in (400, 404):  # not attached, node gone
+                raise _node_error(e, node)
+
+    def list_shards(self):
+        """``{shard_key: node_count}``; empty before API 1.82."""
+        if not self.supports('shards'):
+            return {}
+        shards = self._request('GET', '/v1/shards')['shards']
+        return {s['name']: s['count'] for s in shards}
+
+    # -- allocations ----------------------------------------------------------
+
+    def create_allocation(self, uuid, candidate_nodes, resource_class=None,
+                          traits=None, owner=None, deadline=None):
+        """POST an allocation; its UUID is the consumer's (instance) UUID.
+
+        :raises RequestOutcomeUnknown: the answer was lost; read back with
+            :meth:`get_allocation` (the UUID makes that unambiguous).
+        """
+        body = {'uuid': uuid, 'candidate_nodes': list(candidate_nodes)}
+        if resource_class:
+            body['resource_class'] = resource_class
+        if traits:
+            body['traits'] = sorted(traits)
+        if owner:
+            body['owner'] = owner
+        try:
+            return self._request('POST', '/v1/allocations', body=body,
+                                 idempotent=False, deadline=deadline)
+        except exception.IronicAPIError as e:
+            if e.status_code == 409:
+                raise exception.AllocationFailed(
+                    allocation=uuid, reason=e.reason)
+            raise
+
+    def get_allocation(self, uuid):
+        """The allocation, or None when there is none."""
+        try:
+            return self._request('GET', '/v1/allocations/%s' % uuid)
+        except exception.IronicAPIError as e:
+            if e.status_code == 404:
+                return None
+            raise
+
+    def delete_allocation(self, uuid):
+        """Delete an allocation; an absent one is not an error."""
+        try:
+            self._request('DELETE', '/v1/allocations/%s' % uuid)
+        except exception.IronicAPIError as e:
+            if e.status_code != 404:
+                raise
+
+    def list_allocations(self, **filters):
+        query = urllib.parse.urlencode(
+            {k: v for k, v in filters.items() if v is not None})
+        url = '/v1/allocations?%s' % query
+        return self._request('GET', url)['allocations']
+
+
+def _query_value(value):
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ','.join(sorted(value))
+    return value
+
+
+def _reason(error):
+    return getattr(error, 'details', None) or str(error)
+
+
+def _api_error(error, method, url):
+    return exception.IronicAPIError(status_code=error.http_status,
+                                    reason=_reason(error),
+                                    method=method, url=url)
+
+
+def _node_error(error, node):
+    """Narrow an IronicAPIError about one node."""
+    if error.status_code == 404:
+        return exception.NodeNotFound(node=node)
+    if error.status_code == 409:
+        return exception.NodeConflict(node=node, reason=error.reason)
+    return error

@@ -1,0 +1,225 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Which Ironic nodes can serve some Requirements.
+
+Nodes are plain dicts as Ironic's API returns them; a missing key counts
+as absent. Each filter answers one question and says why a node fails.
+"""
+
+import abc
+import collections
+
+from oslo_log import log as logging
+
+from ironic_multi.reservation import requirements as reqs
+
+LOG = logging.getLogger(__name__)
+
+
+def _ident(node):
+    return node.get('uuid') or node.get('name')
+
+
+def _properties(node):
+    return node.get('properties') or {}
+
+
+def _node_int(node, name):
+    # As Nova's Ironic driver: a missing or malformed size counts as 0.
+    try:
+        return int(_properties(node).get(name) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _node_capabilities(node):
+    """The node's capabilities as a dict, plus ``cpu_arch`` as in Nova."""
+    properties = _properties(node)
+    caps = {'cpu_arch': properties.get('cpu_arch')}
+    raw = properties.get('capabilities')
+    if isinstance(raw, dict):
+        caps.update(raw)
+    elif raw:
+        for item in str(raw).split(','):
+            parts = item.split(':')
+            if len(parts) == 2 and parts[0].strip() and parts[1]:
+                caps[parts[0].strip()] = parts[1]
+            else:
+                LOG.debug('Node %(node)s: ignoring malformed capability '
+                          '%(item)r', {'node': _ident(node), 'item': item})
+    return caps
+
+
+def _lookup(caps, scope):
+    value = caps
+    for name in scope:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(name)
+    return value
+
+
+class Filter(metaclass=abc.ABCMeta):
+    """One condition on a node."""
+
+    @property
+    def name(self):
+        return type(self).__name__
+
+    @abc.abstractmethod
+    def reason(self, node, requirements):
+        """Why ``node`` fails the condition, or None when it passes."""
+
+    def passes(self, node, requirements):
+        return self.reason(node, requirements) is None
+
+
+class ProvisionStateFilter(Filter):
+    def reason(self, node, requirements):
+        state = node.get('provision_state')
+        if state != 'available':
+            return 'provision state is %s' % state
+
+
+class MaintenanceFilter(Filter):
+    def reason(self, node, requirements):
+        if node.get('maintenance'):
+            return 'in maintenance'
+
+
+class UnassociatedFilter(Filter):
+    def reason(self, node, requirements):
+        for key in ('instance_uuid', 'allocation_uuid'):
+            if node.get(key):
+                return '%s is %s' % (key, node[key])
+
+
+class PowerStateFilter(Filter):
+    def reason(self, node, requirements):
+        # Ironic has not reached the BMC yet: deploying would fail.
+        if node.get('power_state') is None:
+            return 'power state unknown'
+
+
+class ConductorGroupFilter(Filter):
+    """Nodes of one conductor group; None accepts every group."""
+
+    def __init__(self, conductor_group=None):
+        # Ironic stores conductor groups in lower case.
+        self.conductor_group = (None if conductor_group is None
+                                else conductor_group.lower())
+
+    def reason(self, node, requirements):
+        group = (node.get('conductor_group') or '').lower()
+        if self.conductor_group is not None and group != self.conductor_group:
+            return 'conductor group is %r' % group
+
+
+class OwnerFilter(Filter):
+    """A node with an owner or a lessee serves only those projects.
+
+    A node with neither serves every project.
+    """
+
+    def reason(self, node, requirements):
+        holders = {node.get('owner'), node.get('lessee')} - {None, ''}
+        if holders and requirements.project_id not in holders:
+            return 'reserved for %s' % ', '.join(sorted(holders))
+
+
+class ResourceClassFilter(Filter):
+    def reason(self, node, requirements):
+        wanted = requirements.resource_class
+        have = node.get('resource_class')
+        if wanted and (not have
+                       or reqs.normalize_resource_class(have) != wanted):
+            return 'resource class is %s' % have
+
+
+class PropertiesFilter(Filter):
+    def reason(self, node, requirements):
+        for name, minimum in requirements.minimums:
+            have = _node_int(node, name)
+            if have < minimum:
+                return '%s is %d, needs %d' % (name, have, minimum)
+
+
+class TraitsFilter(Filter):
+    def reason(self, node, requirements):
+        traits = set(node.get('traits') or ())
+        missing = requirements.required_traits - traits
+        if missing:
+            return 'lacks traits %s' % ', '.join(sorted(missing))
+        present = requirements.forbidden_traits & traits
+        if present:
+            return 'has forbidden traits %s' % ', '.join(sorted(present))
+
+
+class CapabilitiesFilter(Filter):
+    def reason(self, node, requirements):
+        if not (requirements.capabilities
+                or requirements.legacy_capabilities):
+            return None
+        caps = _node_capabilities(node)
+        checks = requirements.capabilities + tuple(
+            check for check in requirements.legacy_capabilities
+            if check[0][0] in caps)
+        for scope, expression in checks:
+            value = _lookup(caps, scope)
+            if not expression.matches(value):
+                return 'capability %s is %r, needs %s' % (
+                    ':'.join(scope), value, expression)
+
+
+def default_filters(conductor_group=None):
+    """Every filter, cheap and selective ones first."""
+    return (ProvisionStateFilter(), MaintenanceFilter(),
+            UnassociatedFilter(), PowerStateFilter(),
+            ConductorGroupFilter(conductor_group), OwnerFilter(),
+            ResourceClassFilter(), PropertiesFilter(), TraitsFilter(),
+            CapabilitiesFilter())
+
+
+DEFAULT_FILTERS = default_filters()
+
+
+def match(nodes, requirements, filters=DEFAULT_FILTERS):
+    """The nodes that pass every filter, in their original order.
+
+    Logs, at debug level, how many nodes each filter rejected (a node
+    counts for the first filter it fails) with one example.
+    """
+    matched = []
+    rejected = collections.Counter()
+    examples = {}
+    for node in nodes:
+        for node_filter in filters:
+            why = node_filter.reason(node, requirements)
+            if why is not None:
+                rejected[node_filter.name] += 1
+                examples.setdefault(node_filter.name,
+                                    '%s: %s' % (_ident(node), why))
+                break
+        else:
+            matched.append(node)
+    LOG.debug('%(matched)d of %(total)d nodes match %(req)s; rejected: '
+              '%(rejected)s',
+              {'matched': len(matched),
+               'total': len(matched) + sum(rejected.values()),
+               'req': requirements,
+               'rejected': '; '.join(
+                   '%s %d (e.g. %s)' % (name, count, examples[name])
+                   for name, count in rejected.items()) or 'none'})
+    return matched
