@@ -1,0 +1,189 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+import time
+from unittest import mock
+import urllib.parse
+
+from ironicclient.common.apiclient import exceptions as ic_exc
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
+from oslo_config import fixture as config_fixture
+import pytest
+
+from ironic_multi.conf import CONF
+from ironic_multi import exception
+from ironic_multi.ironic import client
+
+
+def _root(version):
+    return {'default_version': {'version': version, 'min_version': '1.1'}}
+
+
+@pytest.fixture
+def conf():
+    fixture = config_fixture.Config(CONF)
+    fixture.setUp()
+    fixture.config(api_max_retries=3, api_retry_interval=0, group='ironic')
+    yield fixture
+    fixture.cleanUp()
+
+
+def make_api(*answers, version='1.115'):
+    """An IronicAPI whose HTTP layer returns (or raises) ``answers``."""
+    api = client.IronicAPI(CONF, session=ks_session.Session(),
+                           endpoint='http://ironic.test:6385')
+    api._http = mock.Mock()
+    results = [(None, _root(version))] + [
+        a if isinstance(a, Exception) else (None, a) for a in answers]
+    api._http.json_request.side_effect = results
+    api.version  # negotiate now: tests count only their own calls
+    return api
+
+
+def calls(api):
+    """(method, url, headers, body) of every request after negotiation."""
+    return [(c.args[0], c.args[1], c.kwargs['headers'], c.kwargs.get('body'))
+            for c in api._http.json_request.call_args_list[1:]]
+
+
+def _http_error(cls, status, message='boom'):
+    return cls(message=message, http_status=status, details=message)
+
+
+class TestNegotiation:
+
+    def test_caps_at_known_maximum(self, conf):
+        api = make_api(version='1.115')
+        assert api.version == (1, 82)
+        assert api.supports('shards') and api.supports('allocations')
+
+    def test_older_server_falls_back(self, conf):
+        api = make_api(version='1.60')
+        assert api.version == (1, 60)
+        assert api.supports('allocations')
+        assert not api.supports('shards')
+        assert not api.supports('lessee')
+
+    def test_too_old_server_is_a_typed_error(self, conf):
+        api = client.IronicAPI(CONF, session=ks_session.Session(),
+                               endpoint='http://ironic.test:6385')
+        api._http = mock.Mock()
+        api._http.json_request.return_value = (None, _root('1.31'))
+        with pytest.raises(exception.IronicVersionUnsupported) as info:
+            api.version
+        assert info.value.server_max == '1.31'
+
+    def test_every_request_carries_the_version(self, conf):
+        api = make_api({'uuid': 'n1'})
+        api.get_node('n1')
+        (_m, _u, headers, _b), = calls(api)
+        assert headers['X-OpenStack-Ironic-API-Version'] == '1.82'
+
+
+class TestListing:
+
+    def test_pages_with_marker_and_keeps_filters(self, conf):
+        page1 = {'nodes': [{'uuid': 'a'}, {'uuid': 'b'}],
+                 'next': 'http://ironic.test/v1/nodes?limit=2&marker=b'}
+        page2 = {'nodes': [{'uuid': 'c'}]}
+        api = make_api(page1, page2)
+        nodes = api.list_nodes(fields=['name'], page_size=2,
+                               shard=['s2', 's1'], associated=False)
+        assert [n['uuid'] for n in nodes] == ['a', 'b', 'c']
+        queries = [urllib.parse.parse_qs(urllib.parse.urlsplit(u).query)
+                   for _m, u, _h, _b in calls(api)]
+        for query in queries:
+            assert query['shard'] == ['s1,s2']
+            assert query['associated'] == ['False']
+            assert query['fields'] == ['name,uuid']
+        assert 'marker' not in queries[0]
+        assert queries[1]['marker'] == ['b']
+
+    def test_full_last_page_costs_one_empty_read(self, conf):
+        api = make_api({'nodes': [{'uuid': 'a'}]}, {'nodes': []})
+        assert len(api.list_nodes(page_size=1)) == 1
+        assert len(calls(api)) == 2
+
+
+class TestRetries:
+
+    def test_unavailable_is_retried_then_succeeds(self, conf):
+        api = make_api(_http_error(ic_exc.ServiceUnavailable, 503),
+                       ks_exc.ConnectFailure('reset'), {'uuid': 'n1'})
+        assert api.get_node('n1') == {'uuid': 'n1'}
+        assert len(calls(api)) == 3
+
+    def test_gives_up_after_max_retries(self, conf):
+        api = make_api(*[_http_error(ic_exc.ServiceUnavailable, 503)] * 4)
+        with pytest.raises(exception.IronicUnavailable):
+            api.get_node('n1')
+        assert len(calls(api)) == 4
+
+    def test_deadline_stops_retries(self, conf):
+        conf.config(api_retry_interval=1, group='ironic')
+        api = make_api(_http_error(ic_exc.ServiceUnavailable, 503))
+        with pytest.raises(exception.IronicUnavailable):
+            api.patch_node('n1', [], deadline=time.monotonic() + 0.5)
+        assert len(calls(api)) == 1
+
+    def test_conflict_is_never_retried(self, conf):
+        api = make_api(_http_error(ic_exc.Conflict, 409,
+                                   'Node n1 is associated with instance x'))
+        with pytest.raises(exception.NodeAlreadyClaimed) as info:
+            api.claim_node('n1', 'inst-1')
+        assert info.value.node == 'n1'
+        assert info.value.instance == 'inst-1'
+        assert len(calls(api)) == 1
+
+    def test_lost_claim_answer_is_not_repeated(self, conf):
+        api = make_api(ks_exc.ConnectFailure('connection reset'))
+        with pytest.raises(exception.RequestOutcomeUnknown):
+            api.claim_node('n1', 'inst-1')
+        assert len(calls(api)) == 1
+
+    def test_refused_connection_is_safe_to_repeat_for_writes(self, conf):
+        api = make_api(ic_exc.ConnectionRefused('refused'), {'uuid': 'n1'})
+        api.claim_node('n1', 'inst-1')
+        assert len(calls(api)) == 2
+
+
+class TestErrors:
+
+    def test_missing_node(self, conf):
+        api = make_api(_http_error(ic_exc.NotFound, 404))
+        with pytest.raises(exception.NodeNotFound) as info:
+            api.get_node('n1')
+        assert info.value.node == 'n1'
+
+    def test_other_errors_keep_status(self, conf):
+        api = make_api(_http_error(ic_exc.BadRequest, 400, 'bad field'))
+        with pytest.raises(exception.IronicAPIError) as info:
+            api.list_nodes(fields=['nonsense'])
+        assert info.value.status_code == 400
+        assert 'bad field' in info.value.reason
+
+    def test_absent_allocation_is_none(self, conf):
+        api = make_api(_http_error(ic_exc.NotFound, 404),
+                       _http_error(ic_exc.NotFound, 404))
+        assert api.get_allocation('a1') is None
+        api.delete_allocation('a1')  # idempotent: no error
+
+    def test_claim_body(self, conf):
+        api = make_api({'uuid': 'n1'})
+        api.claim_node('n1', 'inst-1')
+        (method, url, _h, body), = calls(api)
+        assert (method, url) == ('PATCH', '/v1/nodes/n1')
+        assert body == [{'op': 'add', 'path': '/instance_uuid',
+                         'value': 'inst-1'}]
