@@ -1,0 +1,198 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+import logging
+
+import pytest
+
+from ironic_multi.reservation import filters
+from ironic_multi.reservation import requirements
+
+ANY = requirements.Requirements()
+
+
+def node(**overrides):
+    """A node every default filter accepts for ANY."""
+    result = {
+        'uuid': 'node-1', 'name': 'n1', 'resource_class': 'baremetal-gold',
+        'properties': {'memory_mb': 4096, 'cpus': 8, 'local_gb': 100,
+                       'cpu_arch': 'x86_64',
+                       'capabilities': 'boot_mode:uefi,raid:1'},
+        'traits': ['HW_CPU_X86_AVX2', 'CUSTOM_RAID'],
+        'instance_uuid': None, 'allocation_uuid': None,
+        'provision_state': 'available', 'maintenance': False,
+        'power_state': 'power off', 'owner': None, 'lessee': None,
+        'conductor_group': '', 'shard': 's1',
+    }
+    result.update(overrides)
+    return result
+
+
+def request(extra_specs=None, project_id=None, **flavor):
+    flavor.setdefault('extra_specs', extra_specs or {})
+    return requirements.Requirements.from_request(flavor,
+                                                  project_id=project_id)
+
+
+def check(node_filter, a_node, reqs=ANY):
+    passes = node_filter.passes(a_node, reqs)
+    assert passes is (node_filter.reason(a_node, reqs) is None)
+    return passes
+
+
+# (filter, node overrides, requirements, expected)
+CASES = [
+    (filters.ProvisionStateFilter(), {}, ANY, True),
+    (filters.ProvisionStateFilter(), {'provision_state': 'active'}, ANY,
+     False),
+    (filters.MaintenanceFilter(), {'maintenance': None}, ANY, True),
+    (filters.MaintenanceFilter(), {'maintenance': True}, ANY, False),
+    (filters.UnassociatedFilter(), {}, ANY, True),
+    (filters.UnassociatedFilter(), {'instance_uuid': 'i1'}, ANY, False),
+    (filters.UnassociatedFilter(), {'allocation_uuid': 'a1'}, ANY, False),
+    (filters.PowerStateFilter(), {'power_state': 'power on'}, ANY, True),
+    (filters.PowerStateFilter(), {'power_state': None}, ANY, False),
+    (filters.ConductorGroupFilter(), {'conductor_group': 'x'}, ANY, True),
+    (filters.ConductorGroupFilter('Rack1'), {'conductor_group': 'rack1'},
+     ANY, True),
+    (filters.ConductorGroupFilter('rack1'), {'conductor_group': ''}, ANY,
+     False),
+    (filters.ConductorGroupFilter(''), {'conductor_group': None}, ANY,
+     True),
+    (filters.OwnerFilter(), {}, request(project_id='p1'), True),
+    (filters.OwnerFilter(), {'owner': 'p1'}, request(project_id='p1'),
+     True),
+    (filters.OwnerFilter(), {'owner': 'p2', 'lessee': 'p1'},
+     request(project_id='p1'), True),
+    (filters.OwnerFilter(), {'lessee': 'p2'}, request(project_id='p1'),
+     False),
+    (filters.OwnerFilter(), {'owner': 'p2'}, request(project_id='p1'),
+     False),
+    (filters.OwnerFilter(), {'owner': 'p2'}, ANY, False),
+    (filters.OwnerFilter(), {'owner': ''}, ANY, True),
+    (filters.ResourceClassFilter(), {'resource_class': None}, ANY, True),
+    (filters.ResourceClassFilter(), {'resource_class': 'baremetal_gold'},
+     request({'resources:CUSTOM_BAREMETAL_GOLD': '1'}), True),
+    (filters.ResourceClassFilter(), {'resource_class': 'baremetal'},
+     request({'resources:CUSTOM_BAREMETAL_GOLD': '1'}), False),
+    (filters.ResourceClassFilter(), {'resource_class': None},
+     request({'resources:CUSTOM_BAREMETAL_GOLD': '1'}), False),
+    (filters.PropertiesFilter(), {},
+     request(memory_mb=4096, vcpus=8, root_gb=99, swap=1), True),
+    (filters.PropertiesFilter(), {},
+     request(memory_mb=4097), False),
+    (filters.PropertiesFilter(), {}, request(vcpus=9), False),
+    (filters.PropertiesFilter(), {}, request(root_gb=99, swap=1025), False),
+    (filters.PropertiesFilter(),
+     {'properties': {'memory_mb': '8192', 'cpus': 'many'}},
+     request(memory_mb=8192), True),
+    (filters.PropertiesFilter(), {'properties': {'cpus': 'many'}},
+     request(vcpus=1), False),
+    (filters.PropertiesFilter(), {'properties': None},
+     request({'resources:VCPU': '0', 'resources:MEMORY_MB': '0',
+              'resources:DISK_GB': '0'}, vcpus=8), True),
+    (filters.TraitsFilter(), {'traits': None}, ANY, True),
+    (filters.TraitsFilter(), {},
+     request({'trait:CUSTOM_RAID': 'required',
+              'trait:CUSTOM_GPU': 'forbidden'}), True),
+    (filters.TraitsFilter(), {},
+     request({'trait:CUSTOM_GPU': 'required'}), False),
+    (filters.TraitsFilter(), {},
+     request({'trait:CUSTOM_RAID': 'forbidden'}), False),
+    (filters.CapabilitiesFilter(), {'properties': None}, ANY, True),
+    (filters.CapabilitiesFilter(), {},
+     request({'capabilities:boot_mode': 'uefi',
+              'capabilities:raid': '>= 1'}), True),
+    (filters.CapabilitiesFilter(), {},
+     request({'capabilities:boot_mode': 'bios'}), False),
+    (filters.CapabilitiesFilter(), {},
+     request({'capabilities:secure_boot': 'true'}), False),
+    (filters.CapabilitiesFilter(), {},
+     request({'capabilities:cpu_arch': 'x86_64'}), True),
+    (filters.CapabilitiesFilter(),
+     {'properties': {'capabilities': {'boot_mode': 'uefi', 'disks': 2,
+                                      'cpu': {'vendor': 'amd'}}}},
+     request({'capabilities:disks': '= 2',
+              'capabilities:cpu:vendor': 's== amd'}), True),
+    (filters.CapabilitiesFilter(),
+     {'properties': {'capabilities': {'cpu': 'amd'}}},
+     request({'capabilities:cpu:vendor': 's== amd'}), False),
+    (filters.CapabilitiesFilter(),
+     {'properties': {'capabilities': 'boot_mode:uefi, raid :1,bad,x:y:z'}},
+     request({'capabilities:raid': '1'}), True),
+    (filters.CapabilitiesFilter(), {},
+     request({'capabilities:x': 'y'}), False),
+    # Legacy keys are checked only when the node has the capability, and
+    # every node has cpu_arch.
+    (filters.CapabilitiesFilter(), {}, request({'secure_boot': 'true'}),
+     True),
+    (filters.CapabilitiesFilter(), {}, request({'boot_mode': 'bios'}),
+     False),
+    (filters.CapabilitiesFilter(), {}, request({'cpu_arch': 'x86_64'}),
+     True),
+    (filters.CapabilitiesFilter(), {'properties': {}},
+     request({'cpu_arch': 'x86_64'}), False),
+]
+
+
+@pytest.mark.parametrize('node_filter, overrides, reqs, expected', CASES,
+                         ids=[str(i) for i in range(len(CASES))])
+def test_filter(node_filter, overrides, reqs, expected):
+    assert check(node_filter, node(**overrides), reqs) is expected
+
+
+@pytest.mark.parametrize('node_filter', filters.default_filters('g'),
+                         ids=lambda f: f.name)
+def test_missing_keys_do_not_crash(node_filter):
+    reqs = request({'resources:CUSTOM_X': '1', 'trait:CUSTOM_A': 'required',
+                    'capabilities:a': 'b', 'cpu_arch': 'x'},
+                   project_id='p', memory_mb=1)
+    assert check(node_filter, {}, reqs) in (True, False)
+
+
+def test_reason_names_the_problem():
+    reason = filters.PropertiesFilter().reason(node(), request(vcpus=9))
+    assert reason == 'cpus is 8, needs 9'
+
+
+def test_filter_names():
+    assert filters.TraitsFilter().name == 'TraitsFilter'
+
+
+class TestMatch:
+    def test_keeps_order_and_rejects(self):
+        nodes = [node(uuid='a'), node(uuid='b', maintenance=True),
+                 node(uuid='c'), node(uuid='d', resource_class='silver')]
+        reqs = request({'resources:CUSTOM_BAREMETAL_GOLD': '1'})
+        assert [n['uuid'] for n in filters.match(nodes, reqs)] == ['a', 'c']
+
+    def test_accepts_an_iterator(self):
+        assert filters.match(iter([node()]), ANY) == [node()]
+
+    def test_custom_filters(self):
+        nodes = [node(conductor_group='a'), node(conductor_group='b')]
+        result = filters.match(nodes, ANY,
+                               filters.default_filters('B'))
+        assert result == [nodes[1]]
+        assert filters.match(nodes, ANY, ()) == nodes
+
+    def test_logs_rejections(self, caplog):
+        caplog.set_level(logging.DEBUG, logger=filters.__name__)
+        nodes = [node(uuid='a'), node(uuid='b', maintenance=True),
+                 node(uuid='c', maintenance=True, power_state=None),
+                 node(uuid='d', power_state=None)]
+        filters.match(nodes, ANY)
+        assert ('1 of 4 nodes match any node; rejected: MaintenanceFilter 2 '
+                '(e.g. b: in maintenance); PowerStateFilter 1 (e.g. d: power '
+                'state unknown)') in caplog.text
