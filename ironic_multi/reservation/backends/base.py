@@ -67,8 +67,16 @@ class Backend(abc.ABC):
         """``{shard_key: node_count}`` over every node of the backend."""
 
     @abc.abstractmethod
+    def capacity(self, shards):
+        """``{resource_class: {'total': n, 'free': n}}`` of ``shards``.
+
+        ``total`` counts the nodes that can serve an instance (free or
+        serving one), ``free`` those a claim could take now.
+        """
+
+    @abc.abstractmethod
     def ready_nodes(self, requirements, shards):
-        """Free nodes of ``shards`` matching ``requirements``, cheaply.
+        """Free nodes of ``shards`` (None: all) matching, cheaply.
 
         May answer from a cache (the ready pool): a node listed here can
         still turn out to be taken when claimed.

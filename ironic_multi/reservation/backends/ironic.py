@@ -84,8 +84,10 @@ class IronicBackend(base.Backend):
         return sorted(shards - virtual), shards & virtual
 
     def _read_nodes(self, shards, **filters):
-        """Nodes of ``shards`` (both kinds), with ``filters`` applied."""
+        """Nodes of ``shards`` (both kinds; None: all), filtered."""
         filters.setdefault('conductor_group', self._opts.conductor_group)
+        if shards is None:
+            return self.api.list_nodes(fields=self.fields, **filters)
         real, virtual = self._split(shards)
         nodes = []
         if real and self.api.supports('shards'):
