@@ -1,0 +1,163 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The Reserver on real parts that need no server: the static backend and
+``file://`` coordination."""
+
+import itertools
+from unittest import mock
+
+from oslo_config import fixture as config_fixture
+from oslo_utils import uuidutils
+import pytest
+import yaml
+
+from ironic_multi.conf import CONF
+from ironic_multi import exception
+from ironic_multi.reservation import requirements as reqs
+from ironic_multi.reservation import reserver as reserver_mod
+
+SHARDS = ('s0', 's1', 's2', 's3', 's4', 's5')
+
+
+def _gold(**extra_specs):
+    specs = {'resources:CUSTOM_GOLD': '1', 'resources:VCPU': '0',
+             'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'}
+    specs.update(extra_specs)
+    return reqs.Requirements.from_request({'extra_specs': specs})
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """Two Reservers (hosts a and b) over one static inventory."""
+    conf = config_fixture.Config(CONF)
+    conf.setUp()
+    inventory = tmp_path / 'nodes.yaml'
+    counter = itertools.count()
+    nodes = [{'uuid': uuidutils.generate_uuid(), 'resource_class': 'gold',
+              'shard': shard, 'name': 'n%d' % next(counter),
+              'traits': ['CUSTOM_FAST'] if shard == 's0' else []}
+             for shard in SHARDS for _ in range(2)]
+    inventory.write_text(yaml.safe_dump(nodes))
+    conf.config(group='ironic_multi', reservation_backend='static',
+                static_inventory=str(inventory), claim_candidates=2,
+                coordination_url='file://%s' % (tmp_path / 'coord'))
+    reservers = {}
+    for host in ('a', 'b'):
+        reservers[host] = reserver_mod.Reserver(CONF, host=host)
+    for reserver in reservers.values():
+        reserver.start(background=False)
+    for reserver in reservers.values():
+        reserver.refresh()  # both now see both members
+    yield reservers
+    for reserver in reservers.values():
+        reserver.stop()
+    conf.cleanUp()
+
+
+def _shard_of(reserver, reservation):
+    return reservation.shard
+
+
+class TestClaim:
+
+    def test_claim_takes_an_owned_shard_first(self, cluster):
+        a = cluster['a']
+        owned = a.owned_shards()
+        assert owned and owned != set(SHARDS)
+        for _ in range(2 * len(owned)):
+            reservation = a.claim(uuidutils.generate_uuid(), _gold())
+            assert reservation.shard in owned
+
+    def test_exhausted_owned_shards_fall_over_to_others(self, cluster):
+        a = cluster['a']
+        held = {a.claim(uuidutils.generate_uuid(), _gold()).node_uuid
+                for _ in range(2 * len(SHARDS))}
+        assert len(held) == 2 * len(SHARDS)
+        with pytest.raises(exception.NoNodeAvailable) as info:
+            a.claim('late', _gold())
+        assert info.value.instance == 'late'
+        assert 'CUSTOM_GOLD' in info.value.requirements
+
+    def test_claim_is_idempotent(self, cluster):
+        first = cluster['a'].claim('i1', _gold())
+        assert cluster['b'].claim('i1', _gold()) == first
+
+    def test_requirements_are_honoured(self, cluster):
+        reservation = cluster['b'].claim(
+            'i1', _gold(**{'trait:CUSTOM_FAST': 'required'}))
+        assert reservation.shard == 's0'
+
+    def test_lost_race_moves_to_the_next_batch(self, cluster):
+        a = cluster['a']
+        real_claim = a.backend.claim
+        calls = []
+
+        def first_batch_taken(candidates, *args):
+            calls.append([n['uuid'] for n in candidates])
+            if len(calls) == 1:
+                raise exception.NodeAlreadyClaimed(node='x', instance='i1',
+                                                   reason='taken')
+            return real_claim(candidates, *args)
+
+        with mock.patch.object(a.backend, 'claim', first_batch_taken):
+            reservation = a.claim('i1', _gold())
+        assert len(calls) == 2
+        assert not set(calls[0]) & set(calls[1])
+        assert reservation.node_uuid in calls[1]
+
+    def test_claim_timeout_leaves_nothing_behind(self, cluster):
+        a = cluster['a']
+        with mock.patch.object(a.backend, 'claim',
+                               side_effect=exception.NodeAlreadyClaimed(
+                                   node='x', instance='i1', reason='taken')),\
+                mock.patch('time.monotonic',
+                           side_effect=itertools.count(0, 100)):
+            with pytest.raises(exception.ClaimTimeout):
+                a.claim('i1', _gold())
+        assert a.lookup('i1') is None
+
+    def test_release_returns_the_node(self, cluster):
+        a = cluster['a']
+        held = [a.claim('i%d' % i, _gold()) for i in range(len(SHARDS) * 2)]
+        released = a.release(held[0].instance_uuid)
+        assert released.node_uuid == held[0].node_uuid
+        assert a.release(held[0].instance_uuid) is None
+        assert a.claim('again', _gold()).node_uuid == held[0].node_uuid
+
+
+class TestCapacity:
+
+    def test_cluster_capacity_sums_every_member(self, cluster):
+        a, b = cluster['a'], cluster['b']
+        a.claim('i1', _gold())
+        a.refresh()
+        b.refresh()
+        local = [r.local_capacity()['gold'] for r in (a, b)]
+        assert sum(c['total'] for c in local) == 2 * len(SHARDS)
+        assert a.cluster_capacity() == b.cluster_capacity() == {
+            'gold': {'total': 2 * len(SHARDS),
+                     'free': 2 * len(SHARDS) - 1}}
+
+    def test_owned_shards_partition_the_keys(self, cluster):
+        a, b = cluster['a'].owned_shards(), cluster['b'].owned_shards()
+        assert a | b == set(SHARDS)
+        assert not a & b
+
+
+def test_unknown_backend_is_a_typed_error():
+    with pytest.raises(exception.BackendNotFound) as info:
+        reserver_mod.load_backend(CONF, name='nope')
+    assert info.value.name == 'nope'
+    assert 'static' in info.value.known and 'ironic' in info.value.known
