@@ -39,17 +39,22 @@ OPTS = [
         default=30,
         min=1,
         help='Seconds after which a member that stopped heartbeating is '
-             'considered gone and its shards move to the other members. '
-             'Passed to the tooz driver (``membership_timeout`` or '
-             '``timeout`` in its URL) unless the URL sets it.'),
+             'considered gone and its shards move to the other members '
+             '(half of it to all of it after the member died, plus the '
+             'next ring refresh). '
+             'Passed to the tooz driver as ``membership_timeout`` in its '
+             'URL (``timeout`` for ``file://`` and ZooKeeper) unless the '
+             'URL sets it. A member that leaves cleanly is gone at once.'),
     cfg.IntOpt(
         'ring_partitions',
         default=32,
         min=1,
         max=4096,
-        help='Number of replicas of each member on the hash ring (the '
-             'partition exponent is derived from it). More replicas give '
-             'a more even spread of few shard keys over few members.'),
+        help='Points of each compute service host on the hash ring. '
+             'More points spread few shard keys over few hosts more '
+             'evenly (with 32, a host may get 0.75 to 1.25 times its '
+             'share; with 128, about 0.85 to 1.2); every service must use '
+             'the same value.'),
     cfg.IntOpt(
         'fallback_shard_count',
         default=64,

@@ -1,0 +1,291 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Membership of this process in the tooz group of compute services.
+
+Members heartbeat in the background; a member that stops heartbeating
+drops out of the group after the membership timeout.  Each member can
+publish a small JSON payload (its node counts) that every member reads.
+"""
+
+import contextlib
+import json
+import os
+import socket
+import tempfile
+import urllib.parse
+import uuid
+
+from oslo_log import log as logging
+from oslo_utils import strutils
+import tooz
+from tooz import coordination
+
+from ironic_multi import conf
+from ironic_multi import exception
+
+LOG = logging.getLogger(__name__)
+CONF = conf.CONF
+
+# URL option that bounds a member's life without heartbeats, when it is not
+# ``membership_timeout`` (redis, etcd3, memcached).  ZooKeeper members are
+# ephemeral nodes that live as long as the session.
+_TIMEOUT_OPTION = {'file': 'timeout', 'zookeeper': 'timeout',
+                   'kazoo': 'timeout'}
+
+
+def make_member_id(host=None):
+    """``<host>:<pid>:<random>``, unique for each process start.
+
+    tooz refuses to join with the id of a crashed member until its entry
+    expires (on ``file://``: never), so an id is never reused.
+    """
+    return '%s:%d:%s' % (host or socket.gethostname(), os.getpid(),
+                         uuid.uuid4().hex[:8])
+
+
+def host_of(member_id):
+    """The host part of a member id: what stays the same across restarts."""
+    return member_id.rsplit(':', 2)[0]
+
+
+def backend_url(url, timeout):
+    """``url`` with the membership ``timeout``, unless it sets its own."""
+    parts = urllib.parse.urlsplit(url)
+    option = _TIMEOUT_OPTION.get(parts.scheme, 'membership_timeout')
+    if option in urllib.parse.parse_qs(parts.query):
+        return url
+    query = '&'.join(q for q in (parts.query, '%s=%d' % (option, timeout))
+                     if q)
+    return urllib.parse.urlunsplit(parts._replace(query=query))
+
+
+def redact(url):
+    """``url`` without its password, for logs and errors."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(':%s@' % parts.password, ':***@', 1)
+        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return strutils.mask_password(url)
+
+
+def _text(member_id):
+    # Drivers return bytes, except file:// for ids it stored as text.
+    return member_id.decode() if isinstance(member_id, bytes) else member_id
+
+
+class _FileBoard:
+    """Published payloads of ``file://`` members, one JSON file each.
+
+    The tooz file driver cannot update capabilities after the join, and
+    leaving and joining again would drop the member from its peers' rings
+    for a moment.  The files sit next to the driver's own, on one host.
+    """
+
+    def __init__(self, root, group):
+        self._dir = os.path.join(root, 'ironic-multi-published', group)
+
+    def _path(self, member_id):
+        return os.path.join(self._dir,
+                            urllib.parse.quote(member_id, safe='') + '.json')
+
+    def write(self, member_id, payload):
+        os.makedirs(self._dir, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self._dir, suffix='.tmp')
+        with os.fdopen(fd, 'w') as f:
+            json.dump(payload, f)
+        # Readers see the old file or the new one, never half of one.
+        os.replace(tmp, self._path(member_id))
+
+    def read(self, member_ids):
+        payloads = {}
+        for member_id in member_ids:
+            try:
+                with open(self._path(member_id)) as f:
+                    payloads[member_id] = json.load(f)
+            except FileNotFoundError:
+                pass
+        return payloads
+
+    def remove(self, member_id):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path(member_id))
+
+
+class Membership:
+    """This process as one member of the coordination group.
+
+    :param url: tooz URL; ``[ironic_multi]coordination_url`` by default.
+    :param group: group name; ``[ironic_multi]coordination_group``.
+    :param timeout: seconds without heartbeat after which a member is gone;
+        ``[ironic_multi]membership_timeout``.  Ignored if the URL sets it.
+    :param host: the stable part of the member id (the compute service
+        host); the machine's host name by default.
+    """
+
+    def __init__(self, url=None, group=None, timeout=None, host=None):
+        opts = CONF.ironic_multi
+        self.url = backend_url(url or opts.coordination_url,
+                               timeout or opts.membership_timeout)
+        self.group = group or opts.coordination_group
+        self.member_id = make_member_id(host)
+        self.host = host_of(self.member_id)
+        self._group_id = self.group.encode()
+        self._payload = None
+        self._coordinator = None
+        parts = urllib.parse.urlsplit(self.url)
+        self._board = (_FileBoard(parts.path, self.group)
+                       if parts.scheme == 'file' else None)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    @contextlib.contextmanager
+    def _translated(self, action, errors=(tooz.ToozError, OSError)):
+        try:
+            yield
+        except errors as e:
+            raise exception.CoordinationUnavailable(
+                url=redact(self.url), reason='%s: %s' % (action, e)) from e
+
+    def start(self):
+        """Connect, start heartbeating and join (creating the group)."""
+        try:
+            coordinator = coordination.get_coordinator(
+                self.url, self.member_id.encode())
+        except (RuntimeError, ImportError, ValueError) as e:
+            raise exception.ConfigInvalid(
+                reason='coordination_url %s: %s' % (redact(self.url), e))
+        # Drivers let their client library's errors out of start() (etcd3gw
+        # raises its own connection error there): all of them mean the same.
+        with self._translated('connecting', errors=(Exception,)):
+            coordinator.start(start_heart=True)
+        self._coordinator = coordinator
+        try:
+            self._join()
+            if self._payload is not None:
+                self._push()
+        except exception.CoordinationUnavailable:
+            self.stop()
+            raise
+        LOG.info('Joined coordination group %(group)s at %(url)s as '
+                 '%(member)s', {'group': self.group, 'url': redact(self.url),
+                                'member': self.member_id})
+
+    def stop(self):
+        """Leave the group and stop heartbeating.  Safe to call twice."""
+        coordinator, self._coordinator = self._coordinator, None
+        if coordinator is None:
+            return
+        if self._board is not None:
+            with contextlib.suppress(OSError):
+                self._board.remove(self.member_id)
+        try:
+            coordinator.stop()
+        except tooz.ToozError as e:
+            LOG.warning('Could not leave coordination group %(group)s '
+                        'cleanly; the other members will drop %(member)s '
+                        'after the membership timeout: %(error)s',
+                        {'group': self.group, 'member': self.member_id,
+                         'error': e})
+            return
+        LOG.info('Left coordination group %(group)s as %(member)s',
+                 {'group': self.group, 'member': self.member_id})
+
+    @property
+    def started(self):
+        return self._coordinator is not None
+
+    def _client(self):
+        if self._coordinator is None:
+            raise exception.CoordinationUnavailable(
+                url=redact(self.url), reason='membership is not started')
+        return self._coordinator
+
+    def _join(self):
+        client = self._client()
+        join = lambda: client.join_group(self._group_id,
+                                         capabilities=self._payload).get()
+        with self._translated('joining group %s' % self.group), \
+                contextlib.suppress(coordination.MemberAlreadyExist):
+            try:
+                join()
+            except coordination.GroupNotCreated:
+                # Not join_group_create(): it sleeps a second before its
+                # second attempt.
+                with contextlib.suppress(coordination.GroupAlreadyExist):
+                    client.create_group(self._group_id).get()
+                join()
+
+    def members(self):
+        """Ids of the live members, read from the backend now.
+
+        This member is always among them: if the backend dropped it (it
+        missed heartbeats for longer than the timeout, or the group was
+        deleted), it joins again first.  etcd3 and redis would otherwise
+        keep it out for good while its heart goes on beating.
+        """
+        with self._translated('listing members of %s' % self.group):
+            try:
+                found = self._client().get_members(self._group_id).get()
+            except coordination.GroupNotCreated:
+                found = ()
+        members = {_text(m) for m in found}
+        if self.member_id not in members:
+            LOG.warning('Member %(member)s was dropped from coordination '
+                        'group %(group)s; joining again',
+                        {'member': self.member_id, 'group': self.group})
+            self._join()
+            members.add(self.member_id)
+        return members
+
+    def publish(self, payload):
+        """Publish ``payload`` (a JSON-serialisable dict) to all members.
+
+        It replaces this member's previous payload; it is kept across a
+        rejoin and vanishes when the member leaves or expires.
+        """
+        # Only JSON travels: fail here rather than in a peer.
+        self._payload = json.loads(json.dumps(payload))
+        if self._coordinator is not None:
+            self._push()
+
+    def _push(self):
+        with self._translated('publishing to %s' % self.group):
+            if self._board is not None:
+                self._board.write(self.member_id, self._payload)
+                return
+            try:
+                self._client().update_capabilities(
+                    self._group_id, self._payload).get()
+            except (coordination.MemberNotJoined,
+                    coordination.GroupNotCreated):
+                self._join()
+
+    def published(self):
+        """``{member_id: payload}`` of the live members that published."""
+        with self._translated('reading payloads of %s' % self.group):
+            try:
+                found = self._client().get_members_with_capabilities(
+                    self._group_id).get()
+            except coordination.GroupNotCreated:
+                return {}
+            if self._board is not None:
+                return self._board.read(_text(m) for m in found)
+        return {_text(m): caps for m, caps in found.items()
+                if caps is not None}

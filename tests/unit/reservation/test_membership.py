@@ -1,0 +1,141 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Membership over ``file://``: a real tooz driver, no server."""
+
+from oslo_config import fixture as config_fixture
+import pytest
+
+from ironic_multi import conf
+from ironic_multi import exception
+from ironic_multi.reservation import membership
+
+
+@pytest.fixture
+def url(tmp_path):
+    # The synchronous executor: the threaded one takes a second to stop.
+    return 'file://%s?executor=sync' % tmp_path
+
+
+@pytest.fixture
+def members(url):
+    started = []
+
+    def start(host, **kwargs):
+        member = membership.Membership(url, 'group', 5, host=host, **kwargs)
+        started.append(member)
+        member.start()
+        return member
+
+    yield start
+    for member in started:
+        member.stop()
+
+
+@pytest.mark.parametrize('url, expected', [
+    ('file:///d', 'file:///d?timeout=7'),
+    ('file:///d?timeout=2', 'file:///d?timeout=2'),
+    ('redis://h:6379?db=1', 'redis://h:6379?db=1&membership_timeout=7'),
+    ('etcd3+http://h:2379', 'etcd3+http://h:2379?membership_timeout=7'),
+    ('etcd3+http://h?membership_timeout=1',
+     'etcd3+http://h?membership_timeout=1'),
+    ('zookeeper://h:2181', 'zookeeper://h:2181?timeout=7'),
+])
+def test_backend_url_sets_the_timeout_once(url, expected):
+    assert membership.backend_url(url, 7) == expected
+
+
+def test_redact_hides_passwords():
+    assert membership.redact('redis://:s3cret@h:6379') == 'redis://:***@h:6379'
+    assert 's3cret' not in membership.redact('redis://h?password=s3cret')
+
+
+def test_member_ids_are_unique_and_keep_the_host():
+    first, second = (membership.make_member_id('a:b') for _ in range(2))
+    assert first != second
+    assert membership.host_of(first) == membership.host_of(second) == 'a:b'
+
+
+def test_defaults_come_from_the_configuration(tmp_path):
+    fixture = config_fixture.Config(conf.CONF)
+    fixture.setUp()
+    try:
+        fixture.config(coordination_url='file://%s' % tmp_path,
+                       coordination_group='g1', membership_timeout=9,
+                       group='ironic_multi')
+        member = membership.Membership(host='h')
+        assert member.url == 'file://%s?timeout=9' % tmp_path
+        assert member.group == 'g1'
+        assert member.host == 'h'
+    finally:
+        fixture.cleanUp()
+
+
+def test_members_see_joins_and_leaves(members):
+    first, second = members('a'), members('b')
+    assert first.members() == second.members() == {first.member_id,
+                                                   second.member_id}
+    second.stop()
+    second.stop()
+    assert first.members() == {first.member_id}
+
+
+def test_published_payloads(url, members):
+    # Published before the start: sent with the join.
+    first = membership.Membership(url, 'group', host='a')
+    first.publish({'CUSTOM_GOLD': 3})
+    first.start()
+    try:
+        second = members('b')
+        second.publish({'CUSTOM_GOLD': 1})
+        assert second.published() == {first.member_id: {'CUSTOM_GOLD': 3},
+                                      second.member_id: {'CUSTOM_GOLD': 1}}
+        first.publish({'CUSTOM_GOLD': 2, 'CUSTOM_TIN': [1, 2]})
+        assert second.published()[first.member_id] == {
+            'CUSTOM_GOLD': 2, 'CUSTOM_TIN': [1, 2]}
+    finally:
+        first.stop()
+    assert list(second.published()) == [second.member_id]
+
+
+def test_only_json_is_published(members):
+    with pytest.raises(TypeError):
+        members('a').publish({'when': object()})
+
+
+def test_a_dropped_member_joins_again(members):
+    first, second = members('a'), members('b')
+    first.publish({'n': 1})
+    # What the backend does to a member that missed its heartbeats.
+    first._coordinator.leave_group(b'group').get()
+    assert second.members() == {second.member_id}
+    assert first.members() == {first.member_id, second.member_id}
+    assert second.members() == {first.member_id, second.member_id}
+    assert second.published()[first.member_id] == {'n': 1}
+
+
+def test_unusable_backend_is_unavailable(tmp_path):
+    not_a_dir = tmp_path / 'file'
+    not_a_dir.write_text('')
+    member = membership.Membership('file://%s' % not_a_dir, 'g', 5)
+    with pytest.raises(exception.CoordinationUnavailable) as raised:
+        member.start()
+    assert raised.value.url == 'file://%s?timeout=5' % not_a_dir
+    with pytest.raises(exception.CoordinationUnavailable):
+        member.members()
+
+
+def test_unknown_backend_is_a_configuration_error():
+    with pytest.raises(exception.ConfigInvalid):
+        membership.Membership('nosuch://h', 'g', 5).start()
