@@ -38,8 +38,10 @@ LOG = logging.getLogger(__name__)
 _BASE_FIELDS = ('uuid', 'name', 'resource_class', 'properties', 'traits',
                 'instance_uuid', 'provision_state', 'maintenance',
                 'power_state', 'conductor_group')
-_FEATURE_FIELDS = {'owner': ('owner',), 'allocations': ('allocation_uuid',),
-                   'lessee': ('lessee',), 'shards': ('shard',)}
+# Not ``allocation_uuid``: Ironic 39 answers HTTP 500 when it is in
+# ``fields``.  An allocation sets instance_uuid anyway.
+_FEATURE_FIELDS = {'owner': ('owner',), 'lessee': ('lessee',),
+                   'shards': ('shard',)}
 # Marks a node that a conflict showed to be taken, by whom we do not know;
 # the next refresh brings the truth.
 _TAKEN = 'taken'
@@ -142,6 +144,9 @@ class IronicBackend(base.Backend):
     # -- claiming ---------------------------------------------------------
 
     def claim(self, candidates, instance_uuid, requirements, deadline):
+        if not candidates:
+            raise exception.NodeAlreadyClaimed(
+                node='-', instance=instance_uuid, reason='no candidates')
         if self._opts.use_allocations and self.api.supports('allocations'):
             reservation = self._claim_by_allocation(
                 candidates, instance_uuid, requirements, deadline)
@@ -176,7 +181,7 @@ class IronicBackend(base.Backend):
                     node['uuid'], fields=['instance_uuid'])['instance_uuid']
                 if holder != instance_uuid:
                     continue
-            return self._reservation(node)
+            return self._reservation(dict(node, instance_uuid=instance_uuid))
         raise exception.NodeAlreadyClaimed(
             node=','.join(n['uuid'] for n in candidates),
             instance=instance_uuid, reason='every candidate is taken')
