@@ -46,9 +46,8 @@ OPTS = [
         'api_retry_interval',
         default=2,
         min=0,
-        help='Seconds to wait before the first retry of an unavailable '
-             'Ironic; later retries back off exponentially up to 30 '
-             'seconds.'),
+        help='Seconds to wait between two attempts when Ironic is '
+             'unavailable.'),
 ]
 
 

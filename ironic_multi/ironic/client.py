@@ -16,7 +16,7 @@
 
 Every call goes through :meth:`IronicAPI._request`, which sends the
 negotiated microversion explicitly, retries only what is safe to retry
-(HTTP 503 and connection failures of idempotent requests, with backoff and
+(HTTP 503 and connection failures of idempotent requests, at a fixed pace, with
 a deadline), never retries a 409, and maps errors to
 :mod:`ironic_multi.exception`.  Results are plain dicts, as Ironic's JSON.
 """
@@ -38,7 +38,6 @@ LOG = logging.getLogger(__name__)
 
 # Ironic's default [api]max_limit; asking for more silently gets less.
 PAGE_SIZE = 1000
-MAX_BACKOFF = 30.0
 _VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
 
 # The request never reached Ironic, or Ironic asked us to come back later:
@@ -134,7 +133,7 @@ class IronicAPI(object):
                     raise exception.RequestOutcomeUnknown(
                         method=method, url=url, reason=e)
                 error = e
-            delay = self._backoff(attempt)
+            delay = self._conf.ironic.api_retry_interval
             if (attempt > self._conf.ironic.api_max_retries
                     or (deadline is not None
                         and time.monotonic() + delay > deadline)):
@@ -146,10 +145,6 @@ class IronicAPI(object):
                         {'error': error, 'method': method, 'url': url,
                          'delay': delay})
             time.sleep(delay)
-
-    def _backoff(self, attempt):
-        base = self._conf.ironic.api_retry_interval
-        return min(base * (2 ** (attempt - 1)), MAX_BACKOFF)
 
     # -- nodes --------------------------------------------------------------
 

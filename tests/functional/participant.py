@@ -1,0 +1,106 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""One reservation participant (a Reserver) in a process of its own.
+
+Usage: participant.py IRONIC_ENDPOINT COORDINATION_URL GROUP HOST TIMEOUT
+
+Reads one JSON command a line on standard input and answers each with one
+JSON line on standard output:
+
+- ``{"op": "claim", "instances": [...], "threads": N, "spec": {...}}``:
+  claims concurrently; answers ``{"results": [{"instance", "node",
+  "error", "seconds"}]}``.
+- ``{"op": "release", "instances": [...]}``: ``{"released": n}``.
+- ``{"op": "refresh"}``: ``{"owned": [...], "read": n, "hosts": [...]}``.
+
+It exits when its standard input closes, leaving the group cleanly.
+"""
+
+import concurrent.futures
+import json
+import sys
+import time
+
+from keystoneauth1 import session as ks_session
+
+from ironic_multi.conf import CONF
+from ironic_multi import exception
+from ironic_multi.ironic import client
+from ironic_multi.reservation.backends import ironic as ironic_backend
+from ironic_multi.reservation import requirements as reqs
+from ironic_multi.reservation import reserver as reserver_mod
+
+
+def _claim(reserver, instance, requirements):
+    started = time.monotonic()
+    try:
+        node = reserver.claim(instance, requirements).node_uuid
+        error = None
+    except exception.IronicMultiError as e:
+        node, error = None, type(e).__name__
+    return {'instance': instance, 'node': node, 'error': error,
+            'seconds': time.monotonic() - started}
+
+
+def _refresh(reserver):
+    read = reserver.refresh()
+    return {'owned': sorted(reserver.owned_shards()), 'read': read,
+            'hosts': sorted(reserver.ring.hosts)}
+
+
+def handle(reserver, command):
+    op = command['op']
+    if op == 'claim':
+        requirements = reqs.Requirements.from_request(command['spec'])
+        with concurrent.futures.ThreadPoolExecutor(
+                command.get('threads', 1)) as pool:
+            results = list(pool.map(
+                lambda i: _claim(reserver, i, requirements),
+                command['instances']))
+        return {'results': results}
+    if op == 'release':
+        return {'released': sum(1 for i in command['instances']
+                                if reserver.release(i) is not None)}
+    if op == 'refresh':
+        return _refresh(reserver)
+    raise ValueError('unknown op %r' % op)
+
+
+def main(endpoint, url, group, host, timeout):
+    CONF([], project='ironic-multi')
+    CONF.set_override('coordination_url', url, group='ironic_multi')
+    CONF.set_override('coordination_group', group, group='ironic_multi')
+    CONF.set_override('membership_timeout', int(timeout),
+                      group='ironic_multi')
+    CONF.set_override('fallback_shard_count', 16, group='ironic_multi')
+    api = client.IronicAPI(CONF, session=ks_session.Session(),
+                           endpoint=endpoint)
+    backend = ironic_backend.IronicBackend(CONF, api=api)
+    reserver = reserver_mod.Reserver(CONF, host=host, backend=backend)
+    reserver.start(background=False)
+    print(json.dumps(_refresh(reserver)), flush=True)
+    try:
+        for line in sys.stdin:
+            try:
+                answer = handle(reserver, json.loads(line))
+            except Exception as e:  # report, keep serving
+                answer = {'failure': '%s: %s' % (type(e).__name__, e)}
+            print(json.dumps(answer), flush=True)
+    finally:
+        reserver.stop()
+
+
+if __name__ == '__main__':
+    main(*sys.argv[1:])
