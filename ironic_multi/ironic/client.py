@@ -21,6 +21,8 @@ a deadline), never retries a 409, and maps errors to
 :mod:`ironic_multi.exception`.  Results are plain dicts, as Ironic's JSON.
 """
 
+import contextlib
+import threading
 import time
 import urllib.parse
 
@@ -70,6 +72,7 @@ class IronicAPI(object):
             interface=(group.valid_interfaces or ['public'])[0])
         self._http = self._client.http_client
         self._version = None
+        self._local = threading.local()
 
     # -- versions ---------------------------------------------------------
 
@@ -102,6 +105,20 @@ class IronicAPI(object):
     def supports(self, feature):
         return self.version >= versions.FEATURES[feature]
 
+    @contextlib.contextmanager
+    def bounded(self, deadline):
+        """Let no request of this thread retry past ``deadline``.
+
+        ``deadline`` is a ``time.monotonic()`` value; an explicit deadline
+        of a call still applies.
+        """
+        outer = getattr(self._local, 'deadline', None)
+        self._local.deadline = deadline
+        try:
+            yield
+        finally:
+            self._local.deadline = outer
+
     # -- the one request path ---------------------------------------------
 
     def _request(self, method, url, body=None, idempotent=True,
@@ -114,6 +131,8 @@ class IronicAPI(object):
         :param deadline: ``time.monotonic()`` value after which no retry
             starts.
         """
+        if deadline is None:
+            deadline = getattr(self._local, 'deadline', None)
         headers = {_VERSION_HEADER: versions.format(version or self.version)}
         kwargs = {'headers': headers}
         if body is not None:

@@ -163,6 +163,11 @@ class Reserver(object):
         """
         started = time.monotonic()
         deadline = started + self._opts.claim_timeout
+        with self.backend.bounded(deadline):
+            return self._claim(instance_uuid, requirements, started,
+                               deadline)
+
+    def _claim(self, instance_uuid, requirements, started, deadline):
         existing = self.backend.lookup(instance_uuid)
         if existing is not None:
             if existing.state in _HOLDING:

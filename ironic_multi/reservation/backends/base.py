@@ -21,6 +21,7 @@ Reserver` decides which shards to look in and in which order.
 """
 
 import abc
+import contextlib
 import dataclasses
 import time
 
@@ -115,6 +116,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def reservations(self):
         """Every reservation the source of truth holds."""
+
+    def bounded(self, deadline):
+        """Context in which no call retries past ``deadline``."""
+        return contextlib.nullcontext()
 
     def refresh(self, shards):
         """Bring the ready pool of ``shards`` up to date.

@@ -123,6 +123,9 @@ class IronicBackend(base.Backend):
             counts[key] = counts.get(key, 0) + 1
         return counts
 
+    def bounded(self, deadline):
+        return self.api.bounded(deadline)
+
     def refresh(self, shards):
         return self.pool.refresh(shards)
 

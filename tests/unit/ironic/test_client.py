@@ -187,3 +187,28 @@ class TestErrors:
         assert (method, url) == ('PATCH', '/v1/nodes/n1')
         assert body == [{'op': 'add', 'path': '/instance_uuid',
                          'value': 'inst-1'}]
+
+
+class TestIronicDown:
+    """A real closed port: what a service sees while Ironic is down."""
+
+    def _closed_port(self):
+        import socket
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            return sock.getsockname()[1]
+
+    def test_bounded_calls_give_up_at_the_deadline(self, conf):
+        conf.config(api_max_retries=1000, api_retry_interval=0.1,
+                    group='ironic')
+        api = client.IronicAPI(
+            CONF, session=ks_session.Session(),
+            endpoint='http://127.0.0.1:%d' % self._closed_port())
+        api._version = (1, 82)  # negotiated before Ironic went down
+        started = time.monotonic()
+        with api.bounded(started + 1.0):
+            with pytest.raises(exception.IronicUnavailable):
+                api.get_node('n1')
+            with pytest.raises(exception.IronicUnavailable):
+                api.claim_node('n1', 'inst-1')
+        assert time.monotonic() - started < 2.0

@@ -161,3 +161,16 @@ def test_unknown_backend_is_a_typed_error():
         reserver_mod.load_backend(CONF, name='nope')
     assert info.value.name == 'nope'
     assert 'static' in info.value.known and 'ironic' in info.value.known
+
+
+class TestCoordinationDown:
+
+    def test_claims_go_on_from_the_last_ring(self, cluster):
+        a = cluster['a']
+        down = exception.CoordinationUnavailable(url='file://x',
+                                                 reason='gone')
+        with mock.patch.object(a.membership, 'members', side_effect=down):
+            with pytest.raises(exception.CoordinationUnavailable):
+                a.refresh()
+            reservation = a.claim('i1', _gold())
+        assert reservation.shard in a.owned_shards()
