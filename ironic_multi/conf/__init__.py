@@ -15,9 +15,10 @@
 """Configuration options of ironic-multi.
 
 Options are declared once, in the modules of this package, and registered
-on the global ``CONF`` when this package is imported.  Inside nova-compute
-the ``[ironic]`` group is shared with Nova: where Nova already registered an
-option of the same name, Nova's definition is kept.
+on the global ``CONF`` when this package is imported, except the
+``[ironic]`` group: Nova registers that group too and does not tolerate a
+definition that came first, so ours are registered when Ironic is first
+used (:func:`ironic.register_opts`), keeping Nova's where it has them.
 """
 
 from oslo_config import cfg
@@ -31,5 +32,4 @@ CONF = cfg.CONF
 
 coordination.register_opts(CONF)
 driver.register_opts(CONF)
-ironic.register_opts(CONF)
 reservation.register_opts(CONF)

@@ -33,6 +33,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
 from ironic_multi.conf import CONF
+from ironic_multi.conf import ironic as ironic_conf
 from ironic_multi import exception
 from ironic_multi.ironic import versions
 
@@ -59,6 +60,7 @@ class IronicAPI(object):
     """Access to one Ironic, with the microversion negotiated once."""
 
     def __init__(self, conf=CONF, session=None, endpoint=None):
+        ironic_conf.register_opts(conf)
         self._conf = conf
         group = conf.ironic
         self._client = ic_client.Client(

@@ -23,6 +23,7 @@ from oslo_config import fixture as config_fixture
 import pytest
 
 from ironic_multi.conf import CONF
+from ironic_multi.conf import ironic as ironic_conf
 from ironic_multi import exception
 from ironic_multi.ironic import client
 
@@ -33,6 +34,7 @@ def _root(version):
 
 @pytest.fixture
 def conf():
+    ironic_conf.register_opts(CONF)
     fixture = config_fixture.Config(CONF)
     fixture.setUp()
     fixture.config(api_max_retries=3, api_retry_interval=0, group='ironic')
