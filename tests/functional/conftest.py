@@ -1,0 +1,49 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+from keystoneauth1 import session as ks_session
+import pytest
+
+from ironic_multi.conf import CONF
+from ironic_multi.ironic import client
+from tests.functional.coordination_fixtures import coordination  # noqa
+from tests.functional.coordination_fixtures import etcd  # noqa
+from tests.functional import ironic_nodes
+from tests.functional import ironic_server
+
+
+@pytest.fixture(scope='session', name='ironic_server')
+def _ironic_server():
+    """One real Ironic for the whole session: it takes seconds to start.
+
+    pytest tears it down on failures and on Ctrl-C; IronicServer's own
+    safety net covers SIGTERM, SIGHUP and a killed test runner.
+    """
+    with ironic_server.IronicServer() as server:
+        yield server
+
+
+@pytest.fixture
+def ironic(ironic_server):
+    """Node helpers on the session's Ironic, emptied after each test."""
+    nodes = ironic_nodes.IronicNodes(ironic_server)
+    yield nodes
+    nodes.wipe()
+
+
+@pytest.fixture
+def ironic_api(ironic_server):
+    """The project's own IronicAPI, talking to the session's Ironic."""
+    return client.IronicAPI(CONF, session=ks_session.Session(),
+                            endpoint=ironic_server.endpoint)

@@ -1,0 +1,123 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Database chores of the Ironic test server, run by the Ironic venv's python.
+
+That venv always has SQLAlchemy and the PostgreSQL and MySQL drivers the
+server itself uses; the test venv need not.
+
+    python ironic_db.py create ADMIN_URL NAME
+    python ironic_db.py drop ADMIN_URL NAME
+    python ironic_db.py clone URL TEMPLATE_UUID < copies.json
+    python ironic_db.py wipe URL
+
+``copies.json`` is a list of dicts, one per copy: column values for the new
+``nodes`` row (at least ``uuid``), and optionally ``traits``, the list that
+replaces the template's traits.
+"""
+
+import datetime
+import json
+import sys
+
+import sqlalchemy as sa
+
+# Columns binding the template node to something; a copy starts unbound.
+_CLEARED = ('instance_uuid', 'allocation_id', 'reservation', 'updated_at')
+# ironic.objects.trait.Trait.VERSION, what Ironic 39 writes in node_traits.
+_TRAIT_VERSION = '1.1'
+
+
+def create(admin_url, name):
+    engine = _admin_engine(admin_url)
+    options = ' CHARACTER SET utf8mb4' if engine.name == 'mysql' else ''
+    with engine.connect() as conn:
+        conn.exec_driver_sql('CREATE DATABASE %s%s' % (name, options))
+
+
+def drop(admin_url, name):
+    engine = _admin_engine(admin_url)
+    # Ironic may still hold a connection when a test run is torn down hard.
+    force = ' WITH (FORCE)' if engine.name == 'postgresql' else ''
+    with engine.connect() as conn:
+        conn.exec_driver_sql('DROP DATABASE IF EXISTS %s%s' % (name, force))
+
+
+def clone(url, template_uuid):
+    copies = json.load(sys.stdin)
+    engine = sa.create_engine(url)
+    meta = sa.MetaData()
+    meta.reflect(engine, only=('nodes', 'node_traits'))
+    nodes, traits = meta.tables['nodes'], meta.tables['node_traits']
+    # Read first, then write in a transaction that starts with a write:
+    # on SQLite a read-then-write transaction fails instead of waiting.
+    with engine.connect() as conn:
+        template = conn.execute(
+            nodes.select().where(nodes.c.uuid == template_uuid)).one()
+        template_traits = conn.execute(
+            sa.select(traits.c.trait)
+            .where(traits.c.node_id == template.id)).all()
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    row = dict(template._mapping, created_at=now, **dict.fromkeys(_CLEARED))
+    del row['id']
+    node_rows = [dict(row, **{k: v for k, v in copy.items() if k != 'traits'})
+                 for copy in copies]
+    default_traits = [t.trait for t in template_traits]
+    with engine.begin() as conn:
+        conn.execute(nodes.insert(), node_rows)
+        ids = _ids_by_uuid(conn, nodes, [r['uuid'] for r in node_rows])
+        trait_rows = [{'node_id': ids[copy['uuid']], 'trait': name,
+                       'version': _TRAIT_VERSION, 'created_at': now}
+                      for copy in copies
+                      for name in copy.get('traits', default_traits)]
+        if trait_rows:
+            conn.execute(traits.insert(), trait_rows)
+
+
+def wipe(url):
+    engine = sa.create_engine(url)
+    meta = sa.MetaData()
+    meta.reflect(engine)
+    nodes = meta.tables['nodes']
+    # Every table with a node_id column holds rows that belong to nodes
+    # (allocations included); children go before their parents.
+    owned = [t for t in reversed(meta.sorted_tables) if 'node_id' in t.c]
+    with engine.begin() as conn:
+        conn.execute(nodes.update().values(allocation_id=None))
+        for table in owned:
+            conn.execute(table.delete())
+        conn.execute(nodes.delete())
+
+
+def _ids_by_uuid(conn, nodes, uuids, chunk=500):
+    ids = {}
+    for start in range(0, len(uuids), chunk):
+        query = sa.select(nodes.c.uuid, nodes.c.id).where(
+            nodes.c.uuid.in_(uuids[start:start + chunk]))
+        ids.update(conn.execute(query).all())
+    return ids
+
+
+def _admin_engine(admin_url):
+    return sa.create_engine(admin_url, isolation_level='AUTOCOMMIT')
+
+
+def main(argv):
+    commands = {'create': create, 'drop': drop, 'clone': clone,
+                'wipe': wipe}
+    commands[argv[1]](*argv[2:])
+
+
+if __name__ == '__main__':
+    main(sys.argv)
