@@ -30,6 +30,12 @@ OPTS = [
         default=3600,
         min=1,
         help='Seconds the teardown of a node may take on destroy.'),
+    cfg.IntOpt(
+        'power_timeout',
+        default=300,
+        min=1,
+        help='Seconds a power change (power on, power off, reboot) may '
+             'take before the operation fails.'),
     cfg.FloatOpt(
         'state_poll_interval',
         default=2.0,

@@ -1,0 +1,175 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""What the one compute node tells placement: inventory and traits.
+
+Every service reports the **whole** cluster, one inventory per Ironic
+resource class, so that the scheduler may pick any service for any
+request.  Placement subtracts the allocations of this service's own
+instances (``used``); ``reserved`` hides the rest of what is not free::
+
+    total    = nodes of the class that can serve an instance (all shards)
+    reserved = total - free - used            (clamped to 0..total)
+    capacity - used = total - reserved - used = free
+
+so each provider's free count converges to the cluster's true free count
+instead of K services over-reporting it K times.  With max_unit 1 every
+instance takes one node.
+"""
+
+import re
+import time
+
+from nova import context as nova_context
+from nova import objects
+import os_traits
+from oslo_log import log as logging
+
+from ironic_multi.conf import CONF
+from ironic_multi.reservation import pool
+from ironic_multi.reservation import requirements
+
+LOG = logging.getLogger(__name__)
+
+_RESOURCES = 'resources:'
+_CUSTOM = 'CUSTOM_'
+_TRAIT_NAME = re.compile(r'^[A-Z0-9_]{1,255}$')
+# Traits the resource tracker manages itself (driver capabilities,
+# COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA): kept as they are.
+_NOVA_OWNED = ('COMPUTE_', 'OWNER_')
+# What usable nodes' traits are read with when the Reserver has no
+# cluster_traits() yet.
+_TRAIT_FIELDS = ('uuid', 'traits', 'maintenance', 'provision_state',
+                 'instance_uuid', 'power_state', 'resource_class')
+_STANDARD_TRAITS = frozenset(os_traits.get_traits())
+
+
+def used_by_flavors(flavors):
+    """``{resource class: units}`` that ``flavors`` hold in placement.
+
+    Nova allocates what each flavor's ``resources:CUSTOM_*`` extra specs
+    say, so this counts exactly the allocations on this provider.
+    """
+    used = {}
+    for flavor in flavors:
+        for key, value in (flavor.get('extra_specs') or {}).items():
+            name = key[len(_RESOURCES):]
+            if not (key.startswith(_RESOURCES) and name.startswith(_CUSTOM)):
+                continue
+            try:
+                amount = int(value)
+            except (TypeError, ValueError):
+                continue
+            used[name] = used.get(name, 0) + amount
+    return used
+
+
+def inventory(cluster, used):
+    """Placement inventory of the compute node.
+
+    :param cluster: ``{ironic resource class: {'total': n, 'free': n}}``
+        summed over the live services (the Reserver's
+        ``cluster_capacity()``).
+    :param used: ``{placement resource class: units}`` allocated to this
+        service's instances.
+    :returns: ``{placement resource class: inventory dict}``.
+    """
+    counts = {}
+    for ironic_rc, count in cluster.items():
+        if not ironic_rc:
+            continue
+        # Classes that normalize alike ("gold-1", "gold_1") are one in
+        # placement.
+        name = requirements.normalize_resource_class(ironic_rc)
+        total, free = counts.get(name, (0, 0))
+        counts[name] = (total + int(count.get('total', 0)),
+                        free + int(count.get('free', 0)))
+    result = {}
+    for name in sorted(set(counts) | {n for n, u in used.items() if u}):
+        total, free = counts.get(name, (0, 0))
+        in_use = used.get(name, 0)
+        # Placement refuses to drop (or shrink below use) an inventory
+        # that allocations hold: keep room for our own instances.
+        reported = max(total, in_use)
+        if not reported:
+            continue
+        reserved = min(max(total - free - in_use, 0), reported)
+        result[name] = {
+            'total': reported,
+            'reserved': reserved,
+            'min_unit': 1,
+            'max_unit': 1,
+            'step_size': 1,
+            'allocation_ratio': 1.0,
+        }
+    return result
+
+
+def provider_traits(current, node_traits):
+    """The provider's traits: Nova's own ones plus those of the nodes.
+
+    Traits that are neither standard (os-traits) nor well-formed custom
+    ones are dropped: placement would refuse the whole update.
+    """
+    kept = {t for t in current if t.startswith(_NOVA_OWNED)}
+    valid = set()
+    for trait in node_traits:
+        if (os_traits.is_custom(trait) and _TRAIT_NAME.match(trait)
+                or trait in _STANDARD_TRAITS):
+            valid.add(trait)
+        else:
+            LOG.warning('Ignoring trait %s of an Ironic node: placement '
+                        'does not know it', trait)
+    return kept | valid
+
+
+class NodeTraits(object):
+    """The union of the traits of usable nodes, all shards.
+
+    Asks the Reserver (``cluster_traits()``) when it can; otherwise reads
+    the nodes from Ironic itself, at most once per ``max_age`` seconds.
+    """
+
+    def __init__(self, reserver, max_age):
+        self._reserver = reserver
+        self._max_age = max_age
+        self._cached = None
+        self._read_at = None
+
+    def get(self):
+        cluster_traits = getattr(self._reserver, 'cluster_traits', None)
+        if cluster_traits is not None:
+            return set(cluster_traits())
+        now = time.monotonic()
+        if self._cached is None or now - self._read_at >= self._max_age:
+            nodes = self._reserver.api.iter_nodes(
+                fields=_TRAIT_FIELDS,
+                conductor_group=CONF.ironic_multi.conductor_group)
+            self._cached = {trait for node in nodes if pool.is_usable(node)
+                            for trait in node.get('traits') or ()}
+            self._read_at = now
+        return set(self._cached)
+
+
+def flavors_on_host(host):
+    """Flavors of the instances Nova places on ``host`` (its allocations).
+
+    Read from Nova's database (through the conductor), as the resource
+    tracker does: placement holds one allocation per such instance.
+    """
+    context = nova_context.get_admin_context()
+    found = objects.InstanceList.get_by_host(context, host,
+                                             expected_attrs=['flavor'])
+    return [{'extra_specs': dict(inst.flavor.extra_specs or {})}
+            for inst in found]

@@ -1,0 +1,342 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""IronicMultiDriver: one compute node per service, nodes reserved at spawn.
+
+Nova sees one compute node per service (named after the host) whose
+inventory is the capacity of the whole Ironic cluster.  The scheduler picks
+a service; at spawn the service reserves a matching node through the
+reservation layer, deploys it, and releases it on destroy.  This class only
+maps Nova's calls onto the modules that do the work:
+
+- ``host``: the compute node's name, stable UUID and resource dict;
+- ``capacity``: inventory and traits reported to placement;
+- ``instances``: which node serves which instance, power states;
+- ``deploy``: instance_info, VIFs, validation, config drive, provisioning
+  and tear down, with bounded waits;
+- ``power``: power on, off and reboot;
+- ``unsupported``: what bare metal cannot do.
+"""
+
+from nova import block_device
+from nova.compute import task_states
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from nova.virt import driver as virt_driver
+from nova.virt import hardware
+from oslo_log import log as logging
+
+from ironic_multi.conf import CONF
+from ironic_multi import exception
+from ironic_multi.reservation import reserver as reserver_mod
+from ironic_multi.virt import capacity
+from ironic_multi.virt import deploy
+from ironic_multi.virt import host as host_mod
+from ironic_multi.virt import instances
+from ironic_multi.virt import metadata
+from ironic_multi.virt import power
+from ironic_multi.virt import unsupported
+
+LOG = logging.getLogger(__name__)
+
+
+class IronicMultiDriver(unsupported.UnsupportedMixin,
+                        virt_driver.ComputeDriver):
+    """Nova virt driver for large Ironic clouds."""
+
+    capabilities = dict(
+        virt_driver.ComputeDriver.capabilities,
+        supports_attach_interface=True,
+        supports_image_type_ami=True,
+        supports_image_type_qcow2=True,
+        supports_image_type_raw=True,
+    )
+
+    # One compute node per service, never moved to another service.
+    rebalances_nodes = False
+
+    def __init__(self, virtapi, read_only=False, reserver=None):
+        super().__init__(virtapi)
+        # Nova's test services share one CONF: remember our host now.
+        self._host = CONF.host
+        self._reserver = reserver
+        self._parts = None
+
+    # -- life cycle ---------------------------------------------------------
+
+    def init_host(self, host):
+        self._host = host
+        if self._reserver is None:
+            # The member id of the coordination group is per host: Nova's
+            # test services share one process.
+            self._reserver = reserver_mod.Reserver(conf=CONF, host=host)
+        self._reserver.start()
+        api = self._reserver.api
+        self._parts = {
+            'nodes': instances.InstanceNodes(api, host),
+            'deployer': deploy.Deployer(api),
+            'power': power.PowerControl(api),
+            'traits': capacity.NodeTraits(
+                self._reserver, CONF.ironic_multi.capacity_publish_interval),
+        }
+        LOG.info('ironic-multi driver started on host %(host)s (compute '
+                 'node %(uuid)s)', {'host': host,
+                                    'uuid': host_mod.compute_node_uuid(host)})
+
+    def cleanup_host(self, host):
+        if self._reserver is not None:
+            self._reserver.stop()
+
+    @property
+    def reserver(self):
+        """The Reserver of this service (None before init_host)."""
+        return self._reserver
+
+    def _part(self, name):
+        if self._parts is None:
+            raise nova_exception.VirtDriverNotReady()
+        return self._parts[name]
+
+    # -- the compute node -------------------------------------------------
+
+    def get_available_nodes(self, refresh=False):
+        return [self._host]
+
+    def get_nodenames_by_uuid(self, refresh=False):
+        return {host_mod.compute_node_uuid(self._host): self._host}
+
+    def node_is_available(self, nodename):
+        return nodename == self._host
+
+    def get_available_resource(self, nodename):
+        return host_mod.available_resource(self._host)
+
+    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        # The Reserver publishes this service's node counts itself, each
+        # time it refreshes its ready pool.  When a source cannot be read,
+        # placement keeps what it has: better than a guess.
+        try:
+            provider_tree.update_inventory(nodename, self._inventory())
+        except exception.IronicMultiError as e:
+            LOG.warning('Cannot update the inventory of %(node)s: %(error)s',
+                        {'node': nodename, 'error': e})
+        try:
+            traits = capacity.provider_traits(
+                provider_tree.data(nodename).traits,
+                self._part('traits').get())
+            provider_tree.update_traits(nodename, traits)
+        except exception.IronicMultiError as e:
+            LOG.warning('Cannot update the traits of %(node)s: %(error)s',
+                        {'node': nodename, 'error': e})
+
+    def _inventory(self):
+        used = capacity.used_by_flavors(
+            capacity.flavors_on_host(self._host))
+        return capacity.inventory(self._reserver.cluster_capacity(), used)
+
+    # -- instances ----------------------------------------------------------
+
+    def list_instance_uuids(self):
+        return sorted(self._part('nodes').local())
+
+    def list_instances(self):
+        uuids = self.list_instance_uuids()
+        if not uuids:
+            return []
+        context = nova_context.get_admin_context(read_deleted='yes')
+        found = objects.InstanceList.get_by_filters(
+            context, {'uuid': uuids}, expected_attrs=[])
+        return [inst.name for inst in found]
+
+    def get_num_instances(self):
+        return len(self.list_instance_uuids())
+
+    def instance_exists(self, instance):
+        return self._part('nodes').find(instance.uuid) is not None
+
+    def get_info(self, instance, use_cache=True):
+        return hardware.InstanceInfo(state=self._part('nodes').power_state(
+            instance.uuid, use_cache=use_cache))
+
+    # -- spawn and destroy ----------------------------------------------------
+
+    def spawn(self, context, instance, image_meta, injected_files,
+              admin_password, allocations, network_info=None,
+              block_device_info=None, power_on=True, accel_info=None):
+        reqs = self._requirements(instance, image_meta)
+        root_bdm = block_device.get_root_bdm(
+            virt_driver.block_device_info_get_mapping(block_device_info))
+        if root_bdm is not None:
+            raise nova_exception.BuildAbortException(
+                instance_uuid=instance.uuid,
+                reason='booting bare metal from a volume is not supported')
+        reservation = self._claim(instance, reqs)
+        node = reservation.node_uuid
+        try:
+            self._part('deployer').deploy(
+                node, instance, image_meta, reqs, self._host, network_info,
+                admin_password, injected_files)
+        except nova_exception.InstanceTerminationFailure as e:
+            # The node may still hold the instance: keep it associated
+            # (deleting the instance tears it down) and do not reschedule.
+            raise nova_exception.BuildAbortException(
+                instance_uuid=instance.uuid, reason=str(e))
+        except (nova_exception.InstanceNotFound,
+                nova_exception.UnexpectedDeletingTaskStateError):
+            # Deleted during the build: nothing to reschedule.
+            self._release(instance)
+            raise
+        except Exception as e:
+            self._release(instance)
+            raise nova_exception.RescheduledException(
+                instance_uuid=instance.uuid,
+                reason='deploy of Ironic node %s failed: %s' % (node, e))
+        if not power_on:
+            # A failure here reaches Nova, which destroys and reschedules.
+            self._part('power').power_off(node)
+
+    def _requirements(self, instance, image_meta):
+        try:
+            return metadata.requirements_for(instance, image_meta)
+        except exception.InvalidRequestSpec as e:
+            # The same on every host: fail now, naming the bad key.
+            raise nova_exception.BuildAbortException(
+                instance_uuid=instance.uuid, reason=str(e))
+
+    def _claim(self, instance, reqs):
+        try:
+            reservation = self._reserver.claim(instance.uuid, reqs)
+        except exception.NoNodeAvailable as e:
+            # The manager reschedules on this, with "Insufficient compute
+            # resources" as the reason.
+            raise nova_exception.ComputeResourcesUnavailable(reason=str(e))
+        except exception.IronicMultiError as e:
+            self._release(instance)
+            raise nova_exception.RescheduledException(
+                instance_uuid=instance.uuid,
+                reason='no node could be claimed: %s' % e)
+        LOG.debug('Reserved Ironic node %(node)s (%(reqs)s)',
+                  {'node': reservation.node_uuid, 'reqs': reqs},
+                  instance=instance)
+        return reservation
+
+    def _release(self, instance):
+        """Release the reservation; failing that, abort the build.
+
+        A reschedule with a reservation left behind could deploy the
+        instance on two hosts' nodes.
+        """
+        try:
+            self._reserver.release(instance.uuid)
+        except exception.IronicMultiError as e:
+            raise nova_exception.BuildAbortException(
+                instance_uuid=instance.uuid,
+                reason='its Ironic node could not be released: %s' % e)
+
+    def destroy(self, context, instance, network_info, block_device_info=None,
+                destroy_disks=True, destroy_secrets=True):
+        try:
+            node = self._part('nodes').find(instance.uuid)
+            if node is None:
+                LOG.info('No Ironic node holds the instance',
+                         instance=instance)
+            else:
+                self._part('deployer').teardown(node['uuid'], instance.uuid,
+                                                network_info)
+            self._reserver.release(instance.uuid)
+        except exception.IronicMultiError as e:
+            raise nova_exception.InstanceTerminationFailure(reason=str(e))
+
+    def failed_spawn_cleanup(self, instance):
+        # Block device preparation failed before spawn: normally nothing
+        # is reserved yet, but make sure.
+        try:
+            self.destroy(None, instance, None)
+        except nova_exception.NovaException as e:
+            LOG.warning('Cleaning up after the failed spawn failed: %s', e,
+                        instance=instance)
+
+    def rebuild(self, context, instance, image_meta, injected_files,
+                admin_password, allocations, bdms, detach_block_devices,
+                attach_block_devices, network_info=None, evacuate=False,
+                block_device_info=None, preserve_ephemeral=False,
+                accel_uuids=None, reimage_boot_volume=False):
+        if reimage_boot_volume:
+            raise nova_exception.NovaException(
+                'Re-imaging a boot volume is not supported for bare metal')
+        instance.task_state = task_states.REBUILD_SPAWNING
+        instance.save(expected_task_state=[task_states.REBUILDING])
+        node = self._part('nodes').get(instance.uuid)
+        try:
+            reqs = metadata.requirements_for(instance, image_meta)
+        except exception.InvalidRequestSpec as e:
+            raise nova_exception.InstanceDeployFailure(reason=str(e))
+        self._part('deployer').rebuild(
+            node['uuid'], instance, image_meta, reqs, self._host,
+            network_info, admin_password, injected_files,
+            preserve_ephemeral=preserve_ephemeral)
+
+    # -- power --------------------------------------------------------------
+
+    def reboot(self, context, instance, network_info, reboot_type,
+               block_device_info=None, bad_volumes_callback=None,
+               accel_info=None, share_info=None):
+        node = self._part('nodes').get(instance.uuid)
+        self._part('power').reboot(node['uuid'], soft=reboot_type == 'SOFT')
+
+    def power_off(self, instance, timeout=0, retry_interval=0):
+        node = self._part('nodes').get(instance.uuid)
+        self._part('power').power_off(node['uuid'], timeout=timeout)
+
+    def power_on(self, context, instance, network_info,
+                 block_device_info=None, accel_info=None, share_info=None):
+        node = self._part('nodes').get(instance.uuid)
+        self._part('power').power_on(node['uuid'])
+
+    def power_update_event(self, instance, target_power_state):
+        power.apply_power_event(instance, target_power_state)
+
+    # -- networking ---------------------------------------------------------
+
+    def plug_vifs(self, instance, network_info):
+        # Ironic attaches VIFs as part of the node's life cycle (spawn,
+        # attach_interface); re-attaching every VIF of every instance at
+        # each service start would only load Ironic.
+        LOG.debug('plug_vifs: VIFs are attached at spawn',
+                  instance=instance)
+
+    def unplug_vifs(self, instance, network_info):
+        node = self._part('nodes').find(instance.uuid)
+        if node is None:
+            return
+        for vif in network_info or ():
+            self._reserver.api.detach_vif(node['uuid'], vif['id'])
+
+    def attach_interface(self, context, instance, image_meta, vif):
+        node = self._part('nodes').get(instance.uuid)
+        try:
+            self._reserver.api.attach_vif(node['uuid'], vif['id'])
+        except exception.IronicMultiError as e:
+            raise nova_exception.VirtualInterfacePlugException(str(e))
+
+    def detach_interface(self, context, instance, vif):
+        self.unplug_vifs(instance, [vif])
+
+    def network_binding_host_id(self, context, instance):
+        # Ironic binds the ports itself once it knows the switch ports.
+        return None
+
+    def manages_network_binding_host_id(self):
+        return True

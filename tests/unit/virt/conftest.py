@@ -1,0 +1,53 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+from oslo_config import fixture as config_fixture
+import pytest
+
+from ironic_multi.conf import CONF
+from tests.unit.virt import fakes
+
+
+@pytest.fixture(autouse=True)
+def conf():
+    fixture = config_fixture.Config(CONF)
+    fixture.setUp()
+    fixture.config(deploy_timeout=60, unprovision_timeout=60,
+                   power_timeout=30, state_poll_interval=1.0,
+                   capacity_publish_interval=60, group='ironic_multi')
+    yield fixture
+    fixture.cleanUp()
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """time.monotonic that only moves when something sleeps."""
+    now = [1000.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    monkeypatch.setattr('time.monotonic', lambda: now[0])
+    monkeypatch.setattr('time.sleep', sleep)
+    return now
+
+
+@pytest.fixture
+def api():
+    return fakes.make_api()
+
+
+@pytest.fixture
+def reserver(api):
+    return fakes.FakeReserver(api)

@@ -1,0 +1,129 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+from unittest import mock
+
+import pytest
+
+from ironic_multi.virt import capacity
+from tests.unit.virt import fakes
+
+BM = 'CUSTOM_BAREMETAL'
+
+
+def inv(total, reserved):
+    return {'total': total, 'reserved': reserved, 'min_unit': 1,
+            'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}
+
+
+@pytest.mark.parametrize('total, free, used, expected', [
+    # Nothing in use anywhere: everything is free.
+    (10, 10, 0, inv(10, 0)),
+    # 6 nodes taken, 2 of them by our own instances: placement sees 2
+    # allocations here, and reserved hides the other 4.
+    (10, 4, 2, inv(10, 4)),
+    # Every used node is ours: nothing to hide.
+    (10, 7, 3, inv(10, 0)),
+    # Everything taken by others.
+    (10, 0, 0, inv(10, 10)),
+    # Counts not yet caught up with our claims: never negative.
+    (10, 9, 3, inv(10, 0)),
+    # Our instances outnumber the published total (nodes went into
+    # maintenance): keep room for their allocations.
+    (1, 0, 3, inv(3, 0)),
+    (0, 0, 2, inv(2, 0)),
+])
+def test_inventory_reserved(total, free, used, expected):
+    result = capacity.inventory({'baremetal': {'total': total, 'free': free}},
+                                {BM: used})
+    assert result == {BM: expected}
+
+
+@pytest.mark.parametrize('services', [1, 2, 5])
+def test_every_provider_offers_the_cluster_free_count(services):
+    # 20 nodes, 9 instances spread over the services, 3 nodes cleaning.
+    total, cleaning = 20, 3
+    used = [9 // services + (i < 9 % services) for i in range(services)]
+    free = total - sum(used) - cleaning
+    for mine in used:
+        entry = capacity.inventory(
+            {'baremetal': {'total': total, 'free': free}}, {BM: mine})[BM]
+        assert entry['total'] - entry['reserved'] - mine == free
+
+
+def test_inventory_omits_empty_classes():
+    assert capacity.inventory({'baremetal': {'total': 0, 'free': 0}},
+                              {}) == {}
+    assert capacity.inventory({}, {BM: 0}) == {}
+
+
+def test_inventory_normalizes_and_merges_classes():
+    cluster = {'bare-metal.gold': {'total': 2, 'free': 1},
+               'bare_metal_gold': {'total': 3, 'free': 3},
+               'Large': {'total': 1, 'free': 0},
+               None: {'total': 7, 'free': 7}}
+    result = capacity.inventory(cluster, {})
+    assert result == {'CUSTOM_BARE_METAL_GOLD': inv(5, 1),
+                      'CUSTOM_LARGE': inv(1, 1)}
+
+
+def test_used_by_flavors_counts_custom_resources():
+    flavors = [{'extra_specs': fakes.BAREMETAL_SPECS},
+               {'extra_specs': fakes.BAREMETAL_SPECS},
+               {'extra_specs': {'resources:CUSTOM_GOLD': '1',
+                                'resources:VCPU': '2'}},
+               {'extra_specs': {'resources:CUSTOM_BAD': 'x'}},
+               {'extra_specs': None}]
+    assert capacity.used_by_flavors(flavors) == {BM: 2, 'CUSTOM_GOLD': 1}
+
+
+def test_provider_traits_keeps_nova_traits_and_replaces_the_rest():
+    current = {'COMPUTE_NODE', 'COMPUTE_STATUS_DISABLED', 'OWNER_NOVA',
+               'CUSTOM_GONE', 'HW_CPU_X86_SSE'}
+    nodes = {'CUSTOM_GPU', 'HW_CPU_X86_AVX2', 'not-a-trait', 'NO_SUCH_TRAIT'}
+    assert capacity.provider_traits(current, nodes) == {
+        'COMPUTE_NODE', 'COMPUTE_STATUS_DISABLED', 'OWNER_NOVA',
+        'CUSTOM_GPU', 'HW_CPU_X86_AVX2'}
+
+
+def _listed(traits, **state):
+    node = {'uuid': 'n', 'traits': traits, 'maintenance': False,
+            'provision_state': 'available', 'instance_uuid': None,
+            'power_state': 'power off', 'resource_class': 'baremetal'}
+    node.update(state)
+    return node
+
+
+def test_node_traits_union_of_usable_nodes_cached(api, reserver, clock):
+    api.iter_nodes.return_value = [
+        _listed(['CUSTOM_A']),
+        _listed(['CUSTOM_B'], provision_state='active',
+                instance_uuid='i'),
+        _listed(['CUSTOM_MAINT'], maintenance=True),
+        _listed(['CUSTOM_CLEANING'], provision_state='cleaning'),
+        _listed(None)]
+    traits = capacity.NodeTraits(reserver, max_age=60)
+    assert traits.get() == {'CUSTOM_A', 'CUSTOM_B'}
+    clock[0] += 30
+    traits.get()
+    assert api.iter_nodes.call_count == 1
+    clock[0] += 31
+    traits.get()
+    assert api.iter_nodes.call_count == 2
+
+
+def test_node_traits_asks_the_reserver_when_it_can(api, reserver):
+    reserver.cluster_traits = mock.Mock(return_value=['CUSTOM_X'])
+    assert capacity.NodeTraits(reserver, max_age=60).get() == {'CUSTOM_X'}
+    assert not api.iter_nodes.called

@@ -1,0 +1,71 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+import uuid
+
+
+from ironic_multi.virt import driver
+from ironic_multi.virt import host
+from tests.unit.virt import fakes
+
+# What the resource tracker refuses to start without.
+_REQUIRED = ('vcpus', 'memory_mb', 'local_gb', 'cpu_info', 'vcpus_used',
+             'memory_mb_used', 'local_gb_used', 'numa_topology')
+
+
+def test_compute_node_uuid_is_stable_and_per_host():
+    first = host.compute_node_uuid('compute-1')
+    assert first == host.compute_node_uuid('compute-1')
+    assert first != host.compute_node_uuid('compute-2')
+    assert uuid.UUID(first).version == 5
+    # Changing the namespace would orphan every compute node: pin it.
+    assert first == str(uuid.uuid5(
+        uuid.UUID('5f0c9a52-3b1e-4d59-9a43-0e6a1c9d7b21'), 'compute-1'))
+
+
+def test_one_compute_node_named_after_the_host(reserver):
+    drv = driver.IronicMultiDriver(None, reserver=reserver)
+    drv.init_host(fakes.HOST)
+    assert reserver.started
+    assert drv.get_available_nodes() == [fakes.HOST]
+    assert drv.get_available_nodes(refresh=True) == [fakes.HOST]
+    expected = host.compute_node_uuid(fakes.HOST)
+    assert drv.get_nodenames_by_uuid() == {expected: fakes.HOST}
+    assert drv.node_is_available(fakes.HOST)
+    assert not drv.node_is_available('compute-2')
+    assert not drv.rebalances_nodes
+    assert not drv.is_node_deleted(fakes.HOST)
+
+    resources = drv.get_available_resource(fakes.HOST)
+    assert resources['uuid'] == expected
+    assert resources['hypervisor_hostname'] == fakes.HOST
+    assert all(key in resources for key in _REQUIRED)
+    assert resources['vcpus'] == resources['memory_mb'] == 0
+
+    # A restarted service reports the same node.
+    again = driver.IronicMultiDriver(None, reserver=reserver)
+    again.init_host(fakes.HOST)
+    assert again.get_nodenames_by_uuid() == {expected: fakes.HOST}
+    drv.cleanup_host(fakes.HOST)
+    assert reserver.stopped
+
+
+def test_capabilities_refuse_what_bare_metal_cannot_do():
+    caps = driver.IronicMultiDriver.capabilities
+    assert not caps['supports_evacuate']
+    assert not caps['supports_migrate_to_same_host']
+    assert not caps['supports_multiattach']
+    assert caps['supports_attach_interface']
+    assert caps['supports_image_type_raw']
+    assert caps['supports_image_type_qcow2']
