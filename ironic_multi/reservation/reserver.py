@@ -128,7 +128,10 @@ class Reserver(object):
         with self._refresh_lock:
             owned = self.ring.refresh(self.backend.shard_keys())
             read = self.backend.refresh(owned)
-            self.membership.publish({'capacity': self.local_capacity()})
+            owned = self.ring.owned()
+            self.membership.publish({
+                'capacity': self.backend.capacity(owned),
+                'traits': sorted(self.backend.usable_traits(owned))})
         return read
 
     # -- capacity -----------------------------------------------------------
@@ -139,6 +142,11 @@ class Reserver(object):
     def local_capacity(self):
         """``{resource_class: {'total': n, 'free': n}}`` of owned shards."""
         return self.backend.capacity(self.ring.owned())
+
+    def cluster_traits(self):
+        """The traits of usable nodes, over what every member published."""
+        return {trait for payload in self.membership.published().values()
+                for trait in payload.get('traits') or ()}
 
     def cluster_capacity(self):
         """The sum of what every live member published."""

@@ -29,15 +29,12 @@ instance takes one node.
 """
 
 import re
-import time
 
 from nova import context as nova_context
 from nova import objects
 import os_traits
 from oslo_log import log as logging
 
-from ironic_multi.conf import CONF
-from ironic_multi.reservation import pool
 from ironic_multi.reservation import requirements
 
 LOG = logging.getLogger(__name__)
@@ -48,10 +45,6 @@ _TRAIT_NAME = re.compile(r'^[A-Z0-9_]{1,255}$')
 # Traits the resource tracker manages itself (driver capabilities,
 # COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA): kept as they are.
 _NOVA_OWNED = ('COMPUTE_', 'OWNER_')
-# What usable nodes' traits are read with when the Reserver has no
-# cluster_traits() yet.
-_TRAIT_FIELDS = ('uuid', 'traits', 'maintenance', 'provision_state',
-                 'instance_uuid', 'power_state', 'resource_class')
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
 
 
@@ -132,34 +125,6 @@ def provider_traits(current, node_traits):
             LOG.warning('Ignoring trait %s of an Ironic node: placement '
                         'does not know it', trait)
     return kept | valid
-
-
-class NodeTraits(object):
-    """The union of the traits of usable nodes, all shards.
-
-    Asks the Reserver (``cluster_traits()``) when it can; otherwise reads
-    the nodes from Ironic itself, at most once per ``max_age`` seconds.
-    """
-
-    def __init__(self, reserver, max_age):
-        self._reserver = reserver
-        self._max_age = max_age
-        self._cached = None
-        self._read_at = None
-
-    def get(self):
-        cluster_traits = getattr(self._reserver, 'cluster_traits', None)
-        if cluster_traits is not None:
-            return set(cluster_traits())
-        now = time.monotonic()
-        if self._cached is None or now - self._read_at >= self._max_age:
-            nodes = self._reserver.api.iter_nodes(
-                fields=_TRAIT_FIELDS,
-                conductor_group=CONF.ironic_multi.conductor_group)
-            self._cached = {trait for node in nodes if pool.is_usable(node)
-                            for trait in node.get('traits') or ()}
-            self._read_at = now
-        return set(self._cached)
 
 
 def flavors_on_host(host):

@@ -88,8 +88,6 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             'nodes': instances.InstanceNodes(api, host),
             'deployer': deploy.Deployer(api),
             'power': power.PowerControl(api),
-            'traits': capacity.NodeTraits(
-                self._reserver, CONF.ironic_multi.capacity_publish_interval),
         }
         LOG.info('ironic-multi driver started on host %(host)s (compute '
                  'node %(uuid)s)', {'host': host,
@@ -135,7 +133,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         try:
             traits = capacity.provider_traits(
                 provider_tree.data(nodename).traits,
-                self._part('traits').get())
+                self._reserver.cluster_traits())
             provider_tree.update_traits(nodename, traits)
         except exception.IronicMultiError as e:
             LOG.warning('Cannot update the traits of %(node)s: %(error)s',

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import time
 
+from ironic_multi.reservation import pool as ready_pool
 from ironic_multi.reservation import states
 
 
@@ -74,6 +75,16 @@ class Backend(abc.ABC):
         ``total`` counts the nodes that can serve an instance (free or
         serving one), ``free`` those a claim could take now.
         """
+
+    @abc.abstractmethod
+    def nodes(self, shards):
+        """Every node of ``shards`` (None: all) the backend knows."""
+
+    def usable_traits(self, shards):
+        """The traits of the nodes of ``shards`` that can serve."""
+        return {trait for node in self.nodes(shards)
+                if ready_pool.is_usable(node)
+                for trait in node.get('traits') or ()}
 
     @abc.abstractmethod
     def ready_nodes(self, requirements, shards):

@@ -132,6 +132,9 @@ class IronicBackend(base.Backend):
     def flush(self):
         self.pool.flush()
 
+    def nodes(self, shards):
+        return self.pool.nodes(shards)
+
     def capacity(self, shards):
         return ready_pool.count_capacity(self.pool.nodes(shards))
 

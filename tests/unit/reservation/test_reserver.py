@@ -174,3 +174,10 @@ class TestCoordinationDown:
                 a.refresh()
             reservation = a.claim('i1', _gold())
         assert reservation.shard in a.owned_shards()
+
+
+def test_cluster_traits_are_the_union_of_usable_nodes(cluster):
+    for reserver in cluster.values():
+        reserver.refresh()
+    assert cluster['a'].cluster_traits() == {'CUSTOM_FAST'}
+    assert cluster['b'].cluster_traits() == {'CUSTOM_FAST'}

@@ -65,10 +65,11 @@ def local_node(host=HOST, instance_uuid=INSTANCE, uuid=NODE,
 class FakeReserver(object):
     """The Reserver API the driver uses, over a dict of claims."""
 
-    def __init__(self, api, node_uuid=NODE, cluster=None):
+    def __init__(self, api, node_uuid=NODE, cluster=None, traits=()):
         self.api = api
         self.node_uuid = node_uuid
         self.cluster = cluster or {}
+        self.traits = set(traits)
         self.claims = {}
         self.claim_error = None
         self.release_error = None
@@ -114,6 +115,9 @@ class FakeReserver(object):
 
     def local_capacity(self):
         return self.cluster
+
+    def cluster_traits(self):
+        return set(self.traits)
 
 
 def flavor(extra_specs=None, **fields):

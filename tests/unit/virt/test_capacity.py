@@ -12,7 +12,6 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-from unittest import mock
 
 import pytest
 
@@ -97,33 +96,3 @@ def test_provider_traits_keeps_nova_traits_and_replaces_the_rest():
         'CUSTOM_GPU', 'HW_CPU_X86_AVX2'}
 
 
-def _listed(traits, **state):
-    node = {'uuid': 'n', 'traits': traits, 'maintenance': False,
-            'provision_state': 'available', 'instance_uuid': None,
-            'power_state': 'power off', 'resource_class': 'baremetal'}
-    node.update(state)
-    return node
-
-
-def test_node_traits_union_of_usable_nodes_cached(api, reserver, clock):
-    api.iter_nodes.return_value = [
-        _listed(['CUSTOM_A']),
-        _listed(['CUSTOM_B'], provision_state='active',
-                instance_uuid='i'),
-        _listed(['CUSTOM_MAINT'], maintenance=True),
-        _listed(['CUSTOM_CLEANING'], provision_state='cleaning'),
-        _listed(None)]
-    traits = capacity.NodeTraits(reserver, max_age=60)
-    assert traits.get() == {'CUSTOM_A', 'CUSTOM_B'}
-    clock[0] += 30
-    traits.get()
-    assert api.iter_nodes.call_count == 1
-    clock[0] += 31
-    traits.get()
-    assert api.iter_nodes.call_count == 2
-
-
-def test_node_traits_asks_the_reserver_when_it_can(api, reserver):
-    reserver.cluster_traits = mock.Mock(return_value=['CUSTOM_X'])
-    assert capacity.NodeTraits(reserver, max_age=60).get() == {'CUSTOM_X'}
-    assert not api.iter_nodes.called

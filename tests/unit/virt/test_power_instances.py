@@ -237,10 +237,7 @@ def tree():
 
 def test_update_provider_tree(drv, api, reserver, tree):
     reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
-    api.iter_nodes.return_value = [
-        {'uuid': 'n1', 'traits': ['CUSTOM_GPU'], 'maintenance': False,
-         'provision_state': 'available', 'instance_uuid': None,
-         'power_state': 'power off'}]
+    reserver.traits = {'CUSTOM_GPU'}
     flavors = [{'extra_specs': fakes.BAREMETAL_SPECS}] * 2
     with mock.patch.object(capacity, 'flavors_on_host',
                            return_value=flavors) as on_host:
@@ -260,7 +257,7 @@ def test_update_provider_tree_keeps_inventory_on_errors(drv, api, reserver,
         'step_size': 1, 'allocation_ratio': 1.0}})
     reserver.cluster = exception.CoordinationUnavailable(url='file://',
                                                          reason='gone')
-    api.iter_nodes.side_effect = exception.IronicUnavailable(reason='down')
+    reserver.cluster_traits = mock.Mock(side_effect=reserver.cluster)
     with mock.patch.object(capacity, 'flavors_on_host', return_value=[]):
         drv.update_provider_tree(tree, fakes.HOST)
     data = tree.data(fakes.HOST)
