@@ -28,8 +28,8 @@ def main(report_dir):
                 totals[key] += int(suite.get(key, 0))
     failed = totals['failures'] + totals['errors']
     passed = totals['tests'] - failed - totals['skipped']
-    print('%d passed, %d failed, %d skipped' % (passed, failed,
-                                               totals['skipped']))
+    print('%d passed, %d failed, %d skipped'
+          % (passed, failed, totals['skipped']))
     return 0
 
 

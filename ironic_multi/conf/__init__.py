@@ -25,7 +25,6 @@ from oslo_config import cfg
 
 from ironic_multi.conf import coordination
 from ironic_multi.conf import driver
-from ironic_multi.conf import ironic
 from ironic_multi.conf import reservation
 
 CONF = cfg.CONF

@@ -21,10 +21,10 @@ Run once with allocations (API 1.52) and once with the PATCH of
 from keystoneauth1 import session as ks_session
 from oslo_config import fixture as config_fixture
 import pytest
-from tests import backend_suite
 
 from ironic_multi import conf
 from ironic_multi.ironic import client
+from tests import backend_suite
 
 try:
     from ironic_multi.reservation.backends import ironic as ironic_backend

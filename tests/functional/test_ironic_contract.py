@@ -43,8 +43,8 @@ class TestInstanceUuidClaim:
         ironic_api.claim_node(node, instance)
         assert _instance_of(ironic_api, node) == instance
 
-    def test_taken_node_is_a_conflict_naming_the_holder(self, ironic,
-                                                         ironic_api):
+    def test_taken_node_is_a_conflict_naming_the_holder(
+            self, ironic, ironic_api):
         node, = ironic.enroll_nodes(1)
         holder, other = _new_uuid(), _new_uuid()
         ironic_api.claim_node(node, holder)

@@ -118,8 +118,8 @@ def _holders(ironic):
             if n['instance_uuid']}
 
 
-def test_64_claims_for_50_nodes_from_4_processes(ironic, participants,
-                                                record_property):
+def test_64_claims_for_50_nodes_from_4_processes(
+        ironic, participants, record_property):
     shards = ['shard-%d' % i for i in range(8)]
     gold = set(_enroll(ironic, 'gold', 50, shards))
     _enroll(ironic, 'silver', 150, shards)

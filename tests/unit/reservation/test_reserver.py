@@ -119,13 +119,13 @@ class TestClaim:
 
     def test_claim_timeout_leaves_nothing_behind(self, cluster):
         a = cluster['a']
-        with mock.patch.object(a.backend, 'claim',
-                               side_effect=exception.NodeAlreadyClaimed(
-                                   node='x', instance='i1', reason='taken')),\
-                mock.patch('time.monotonic',
-                           side_effect=itertools.count(0, 100)):
-            with pytest.raises(exception.ClaimTimeout):
-                a.claim('i1', _gold())
+        taken = exception.NodeAlreadyClaimed(node='x', instance='i1',
+                                             reason='taken')
+        clock = itertools.count(0, 100)
+        with mock.patch.object(a.backend, 'claim', side_effect=taken):
+            with mock.patch('time.monotonic', side_effect=clock):
+                with pytest.raises(exception.ClaimTimeout):
+                    a.claim('i1', _gold())
         assert a.lookup('i1') is None
 
     def test_release_returns_the_node(self, cluster):

@@ -24,7 +24,6 @@ import time
 from oslo_config import cfg
 from oslo_utils import uuidutils
 import pytest
-from tests import backend_suite
 import yaml
 
 from ironic_multi.conf import coordination as coordination_conf
@@ -33,6 +32,7 @@ from ironic_multi import exception
 from ironic_multi.reservation.backends import static
 from ironic_multi.reservation import ring
 from ironic_multi.reservation import states
+from tests import backend_suite
 
 
 def make_conf(**overrides):

@@ -94,5 +94,3 @@ def test_provider_traits_keeps_nova_traits_and_replaces_the_rest():
     assert capacity.provider_traits(current, nodes) == {
         'COMPUTE_NODE', 'COMPUTE_STATUS_DISABLED', 'OWNER_NOVA',
         'CUSTOM_GPU', 'HW_CPU_X86_AVX2'}
-
-
