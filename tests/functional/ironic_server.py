@@ -187,14 +187,16 @@ class IronicServer(fixtures.Fixture):
             if auto and not _listening(admin.host, admin.port):
                 continue
             name = 'ironic_multi_%d_%s' % (os.getpid(), uuid.uuid4().hex[:8])
+            # Known before it exists: an interrupt may come at any time.
+            self._database = kind, name
             try:
                 self.run_db_tool('create', ADMIN_URLS[kind], name)
             except IronicServerError as e:
                 if not auto:
                     raise
                 LOG.warning('Not using %s: %s', kind, e)
+                self._database = None
                 continue
-            self._database = kind, name
             url = admin.set(database=name)
             if kind == 'mysql':
                 url = url.update_query_dict({'charset': 'utf8mb4'})

@@ -103,9 +103,9 @@ def test_bulk_clone_and_wipe(ironic, record_property):
 def _race(server, method, calls):
     """Send the calls at once, one thread each; returns the status codes.
 
-    Each thread connects before the start: Ironic's API listens with a
-    backlog of 5, and of a burst of new connections a few are reset after
-    a second, which would be noise here.
+    Each thread connects first (retrying) and races over that connection:
+    Ironic's API listens with a backlog of 5, and a burst of 16 new
+    connections gets a few reset after a second, which is noise here.
     """
     barrier = threading.Barrier(len(calls))
 
