@@ -25,10 +25,17 @@ from oslo_config import cfg
 
 from ironic_multi.conf import coordination
 from ironic_multi.conf import driver
+from ironic_multi.conf import groups
 from ironic_multi.conf import reservation
 
-CONF = cfg.CONF
+IRONIC_MULTI_OPTS = coordination.OPTS + reservation.OPTS + driver.OPTS
 
-coordination.register_opts(CONF)
-driver.register_opts(CONF)
-reservation.register_opts(CONF)
+
+def register_opts(conf):
+    """Register the ``[ironic_multi]`` options on ``conf``."""
+    conf.register_group(groups.IRONIC_MULTI)
+    conf.register_opts(IRONIC_MULTI_OPTS, group=groups.IRONIC_MULTI)
+
+
+CONF = cfg.CONF
+register_opts(CONF)

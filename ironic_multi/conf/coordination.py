@@ -16,8 +16,6 @@
 
 from oslo_config import cfg
 
-from ironic_multi.conf import groups
-
 OPTS = [
     cfg.StrOpt(
         'coordination_url',
@@ -65,12 +63,3 @@ OPTS = [
              'virtual shard keys. The operator CLI uses the same number '
              'when it assigns real shard keys.'),
 ]
-
-
-def register_opts(conf):
-    conf.register_group(groups.IRONIC_MULTI)
-    conf.register_opts(OPTS, group=groups.IRONIC_MULTI)
-
-
-def list_opts():
-    return [(groups.IRONIC_MULTI, OPTS)]

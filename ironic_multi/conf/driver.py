@@ -16,8 +16,6 @@
 
 from oslo_config import cfg
 
-from ironic_multi.conf import groups
-
 OPTS = [
     cfg.IntOpt(
         'deploy_timeout',
@@ -42,20 +40,4 @@ OPTS = [
         min=0.01,
         help='Seconds between reads of a node\'s state while waiting for '
              'a deploy, teardown or power change.'),
-    cfg.IntOpt(
-        'capacity_publish_interval',
-        default=60,
-        min=1,
-        help='Seconds between two publications of this service\'s node '
-             'counts to the coordination backend, from which every '
-             'service sums the total capacity it reports to placement.'),
 ]
-
-
-def register_opts(conf):
-    conf.register_group(groups.IRONIC_MULTI)
-    conf.register_opts(OPTS, group=groups.IRONIC_MULTI)
-
-
-def list_opts():
-    return [(groups.IRONIC_MULTI, OPTS)]

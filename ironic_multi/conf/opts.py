@@ -14,20 +14,11 @@
 
 """Entry point of oslo-config-generator (``oslo.config.opts``)."""
 
-import collections
-
-from ironic_multi.conf import coordination
-from ironic_multi.conf import driver
+from ironic_multi import conf
+from ironic_multi.conf import groups
 from ironic_multi.conf import ironic
-from ironic_multi.conf import reservation
-
-_MODULES = (coordination, reservation, driver, ironic)
 
 
 def list_opts():
     """Return ``[(group, [opts])]`` for every option of ironic-multi."""
-    merged = collections.OrderedDict()
-    for module in _MODULES:
-        for group, opts in module.list_opts():
-            merged.setdefault(group, []).extend(opts)
-    return list(merged.items())
+    return [(groups.IRONIC_MULTI, conf.IRONIC_MULTI_OPTS)] + ironic.list_opts()

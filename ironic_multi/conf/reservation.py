@@ -16,8 +16,6 @@
 
 from oslo_config import cfg
 
-from ironic_multi.conf import groups
-
 OPTS = [
     cfg.StrOpt(
         'reservation_backend',
@@ -75,12 +73,3 @@ OPTS = [
         help='If set, only nodes of this Ironic conductor group are '
              'reserved.'),
 ]
-
-
-def register_opts(conf):
-    conf.register_group(groups.IRONIC_MULTI)
-    conf.register_opts(OPTS, group=groups.IRONIC_MULTI)
-
-
-def list_opts():
-    return [(groups.IRONIC_MULTI, OPTS)]

@@ -26,8 +26,7 @@ from oslo_utils import uuidutils
 import pytest
 import yaml
 
-from ironic_multi.conf import coordination as coordination_conf
-from ironic_multi.conf import reservation as reservation_conf
+from ironic_multi import conf as im_conf
 from ironic_multi import exception
 from ironic_multi.reservation.backends import static
 from ironic_multi.reservation import ring
@@ -40,8 +39,7 @@ def make_conf(**overrides):
     # A group of its own: register_group() copies the module's OptGroup
     # shallowly, so overrides would leak into every other ConfigOpts.
     conf.register_group(cfg.OptGroup('ironic_multi'))
-    reservation_conf.register_opts(conf)
-    coordination_conf.register_opts(conf)
+    im_conf.register_opts(conf)
     for name, value in overrides.items():
         conf.set_override(name, value, group='ironic_multi')
     return conf

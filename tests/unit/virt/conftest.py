@@ -25,7 +25,7 @@ def conf():
     fixture.setUp()
     fixture.config(deploy_timeout=60, unprovision_timeout=60,
                    power_timeout=30, state_poll_interval=1.0,
-                   capacity_publish_interval=60, group='ironic_multi')
+                   group='ironic_multi')
     yield fixture
     fixture.cleanUp()
 
