@@ -176,13 +176,9 @@ class Reserver(object):
                                deadline)
 
     def _claim(self, instance_uuid, requirements, started, deadline):
-        existing = self.backend.lookup(instance_uuid)
-        if existing is not None:
-            if existing.state in _HOLDING:
-                return existing
-            # A failed earlier attempt: clear it before trying again.
-            self.backend.release(instance_uuid)
-
+        # No lookup first: the backend's claim is idempotent (Ironic names
+        # the instance in its conflict), so only a claim that found no
+        # node pays for asking whether the instance holds one already.
         tried = set()
         for stage, candidates in self._candidates(requirements):
             fresh = [n for n in candidates if n['uuid'] not in tried]
@@ -210,6 +206,9 @@ class Reserver(object):
                           'instance': instance_uuid, 'stage': stage,
                           'seconds': time.monotonic() - started})
                 return reservation
+        existing = self.backend.lookup(instance_uuid)
+        if existing is not None and existing.state in _HOLDING:
+            return existing
         raise exception.NoNodeAvailable(instance=instance_uuid,
                                         requirements=requirements.describe())
 

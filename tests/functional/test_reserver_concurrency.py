@@ -34,8 +34,9 @@ GOLD_SPEC = {'extra_specs': {'resources:CUSTOM_GOLD': '1',
                              'resources:VCPU': '0',
                              'resources:MEMORY_MB': '0',
                              'resources:DISK_GB': '0'}}
-# Every claim must end within this many seconds (claim_timeout is 60).
-CLAIM_BOUND = 30.0
+# Every claim ends within claim_timeout (60 s) plus at most one request
+# that started before the deadline.  Quiet 2-core machine: about 2-6 s.
+CLAIM_BOUND = 65.0
 ANSWER_TIMEOUT = 120.0
 
 
@@ -199,5 +200,7 @@ def test_killed_participant_shards_are_taken_over(ironic, participants,
     record_property('takeover_seconds', took)
     print('takeover after SIGKILL on %s: %.2f s, %d claims meanwhile'
           % (url.split(':')[0], took, len(claimed)))
-    assert took < timeout + 2
+    # Detection takes the membership timeout; the loop above adds a claim
+    # and two refreshes per turn.
+    assert took < timeout + 3
     assert len(set(claimed)) == len(claimed)

@@ -204,9 +204,13 @@ class IronicBackend(base.Backend):
             requirements.required_traits, deadline)
         allocation = self._wait_allocation(allocation, deadline)
         if allocation['state'] == 'active':
-            node = self.api.get_node(allocation['node_uuid'],
-                                     fields=self.fields)
-            return self._reservation(node)
+            node = next((n for n in candidates
+                         if n['uuid'] == allocation['node_uuid']), None)
+            if node is None:
+                # An allocation of an earlier attempt, on another node.
+                node = self.api.get_node(allocation['node_uuid'],
+                                         fields=self.fields)
+            return self._reservation(dict(node, instance_uuid=instance_uuid))
         # Delete the failed allocation so that the instance UUID is free
         # for the next attempt.
         self.api.delete_allocation(instance_uuid)
