@@ -106,7 +106,7 @@ class IronicBackend(base.Backend):
         # One query newest-first over all nodes: shard filtering happens in
         # the pool, and most refreshes stop on the first page.
         return self.api.iter_nodes(
-            detail=True, page_size=100, sort_key='updated_at',
+            detail=True, page_size=25, sort_key='updated_at',
             sort_dir='desc', conductor_group=self._opts.conductor_group)
 
     def shard_keys(self):
