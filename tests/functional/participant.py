@@ -43,6 +43,9 @@ from ironic_multi.reservation import requirements as reqs
 from ironic_multi.reservation import reserver as reserver_mod
 
 
+CLAIM_TIMEOUT = 120.0
+
+
 def _claim(reserver, instance, requirements):
     started = time.monotonic()
     try:
@@ -82,6 +85,9 @@ def main(endpoint, url, group, host, timeout):
     CONF([], project='ironic-multi')
     CONF.set_override('coordination_url', url, group='ironic_multi')
     CONF.set_override('coordination_group', group, group='ironic_multi')
+    # Generous: on an overloaded 2-core machine (load average 8) some of 64
+    # concurrent claims took longer than the default 60 s.
+    CONF.set_override('claim_timeout', CLAIM_TIMEOUT, group='ironic_multi')
     CONF.set_override('membership_timeout', int(timeout),
                       group='ironic_multi')
     CONF.set_override('fallback_shard_count', 16, group='ironic_multi')
