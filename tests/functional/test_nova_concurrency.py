@@ -1,0 +1,127 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""More servers than nodes, booted at once on 3 compute services."""
+
+import collections
+import time
+
+from tests.functional import nova_base
+
+
+class OverbookTest(nova_base.IronicMultiTestBase):
+    """12 servers booted at once (12 POSTs, no waiting) for 10 nodes.
+
+    Each of the 3 providers reports the whole cluster (10 free), so
+    placement accepts all 12; the claims in Ironic decide.  The two that
+    find no node are rescheduled to the alternates and end in ERROR after
+    ``[scheduler] max_attempts`` (3) tries.
+    """
+
+    COMPUTES = 3
+    NODES = 10
+    SERVERS = 12
+
+    def _wait_settled(self, servers, timeout=240):
+        """Poll each server until it is ACTIVE or ERROR (with its fault).
+
+        Each server is read on its own: listing servers (GET
+        /servers/detail) scatters over cell0 and cell1, and Nova's test
+        fixtures serialize cell switches with a reader-writer lock that
+        deadlocked against a dozen concurrent builds in one run.
+        """
+        deadline = time.monotonic() + timeout
+        pending = {s['id']: s for s in servers}
+        settled = {}
+        while pending:
+            for server_id in list(pending):
+                server = self.api.get_server(server_id)
+                if (server['status'] in ('ACTIVE', 'ERROR')
+                        and server['OS-EXT-STS:task_state'] is None
+                        and (server['status'] != 'ERROR'
+                             or 'fault' in server)):
+                    del pending[server_id]
+                    settled[server_id] = server
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                self.fail('servers not settled: %s' % collections.Counter(
+                    (s['status'], s['OS-EXT-STS:task_state'])
+                    for s in map(self.api.get_server, pending)))
+            time.sleep(0.5)
+        return list(settled.values())
+
+    def test_more_servers_than_nodes(self):
+        # 12 POSTs without waiting: each build runs in its compute
+        # service's build pool, concurrently with the others.
+        started = time.monotonic()
+        posted = [self.api.post_server({'server': self._build_server(
+            flavor_id=self.flavor_id, networks='none')})
+            for _ in range(self.SERVERS)]
+        servers = self._wait_settled(posted)
+        seconds = time.monotonic() - started
+        self.record('boot_%d_servers_seconds' % self.SERVERS,
+                    round(seconds, 3))
+        self.record('seconds_per_server', round(seconds / self.SERVERS, 3))
+
+        by_status = collections.defaultdict(list)
+        for server in servers:
+            by_status[server['status']].append(server)
+        self.assertEqual(10, len(by_status['ACTIVE']))
+        self.assertEqual(2, len(by_status['ERROR']))
+        self.record('active_per_host', dict(collections.Counter(
+            s['OS-EXT-SRV-ATTR:host'] for s in by_status['ACTIVE'])))
+
+        # No double booking: 10 distinct nodes, each holding one distinct
+        # server, exactly the ACTIVE ones.
+        associated = self.associated_nodes()
+        self.assertEqual(10, len(associated))
+        self.assertEqual(10, len(set(associated.values())))
+        self.assertEqual({s['id'] for s in by_status['ACTIVE']},
+                         set(associated.values()))
+        for server in by_status['ACTIVE']:
+            self.assert_on_ironic(server)
+        nodes = self.ironic.list_nodes()
+        self.assertEqual({'active': 10}, dict(collections.Counter(
+            n['provision_state'] for n in nodes)))
+
+        for server in by_status['ERROR']:
+            fault = server['fault']['message']
+            # Every attempt failed the claim: Nova gives up after
+            # max_attempts with "Exceeded maximum number of retries",
+            # naming the last reason, or finds no alternate left.
+            self.assertTrue(
+                'Exceeded maximum number of retries' in fault
+                or 'No valid host' in fault, fault)
+            self.assertIsNone(self.node_of(server['id']))
+            self.assertEqual({}, self.server_allocation(server['id']))
+        self.record('error_faults', sorted(
+            s['fault']['message'] for s in by_status['ERROR']))
+
+        # Placement usage equals the nodes associated in Ironic.
+        used = sum(self.provider_usage(host) for host in self.computes)
+        self.assertEqual(len(associated), used)
+
+        for server in servers:
+            self.api.delete_server(server['id'])
+        for server in servers:
+            self._wait_until_deleted(server)
+        for node in nodes:
+            self.ironic.wait_for_node(node['uuid'],
+                                      provision_state='available',
+                                      instance_uuid=None)
+        self.assertEqual({}, self.associated_nodes())
+        self.assertEqual([], self.ironic.list_allocations())
+        self.assertEqual(
+            0, sum(self.provider_usage(host) for host in self.computes))
