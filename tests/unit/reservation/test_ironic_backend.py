@@ -1,0 +1,118 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The Ironic backend's answers to lost answers and conflicts.
+
+The shared backend suite runs the backend against a real Ironic; these
+cases need an Ironic that loses answers on purpose, so IronicAPI is a
+mock here.
+"""
+
+import time
+from unittest import mock
+
+from oslo_config import fixture as config_fixture
+import pytest
+
+from ironic_multi.conf import CONF
+from ironic_multi import exception
+from ironic_multi.ironic import client
+from ironic_multi.reservation.backends import ironic as ironic_backend
+from ironic_multi.reservation import requirements as reqs
+from ironic_multi.reservation import states
+
+NODES = [{'uuid': 'n%d' % i, 'resource_class': 'gold', 'shard': 's1',
+          'provision_state': 'available', 'instance_uuid': None}
+         for i in range(3)]
+LOST = exception.RequestOutcomeUnknown(method='POST', url='/x',
+                                       reason='connection reset')
+
+
+@pytest.fixture
+def backend(request):
+    fixture = config_fixture.Config(CONF)
+    fixture.setUp()
+    request.addfinalizer(fixture.cleanUp)
+    fixture.config(use_allocations=request.param == 'allocations',
+                   group='ironic_multi')
+    api = mock.create_autospec(client.IronicAPI, instance=True)
+    api.supports.return_value = True
+    return ironic_backend.IronicBackend(CONF, api=api)
+
+
+def _claim(backend):
+    return backend.claim(NODES, 'inst', reqs.Requirements(),
+                         time.monotonic() + 10)
+
+
+@pytest.mark.parametrize('backend', ['patch'], indirect=True)
+class TestPatchClaim:
+
+    def test_lost_answer_that_applied_is_a_claim(self, backend):
+        backend.api.claim_node.side_effect = LOST
+        backend.api.get_node.return_value = {'instance_uuid': 'inst'}
+        reservation = _claim(backend)
+        assert reservation.node_uuid == 'n0'
+        assert reservation.instance_uuid == 'inst'
+        backend.api.get_node.assert_called_once_with(
+            'n0', fields=['instance_uuid'])
+
+    def test_lost_answer_that_did_not_apply_moves_on(self, backend):
+        backend.api.claim_node.side_effect = [LOST, {'uuid': 'n1'}]
+        backend.api.get_node.return_value = {'instance_uuid': None}
+        assert _claim(backend).node_uuid == 'n1'
+
+    def test_conflict_naming_the_instance_returns_its_node(self, backend):
+        backend.api.claim_node.side_effect = exception.NodeAlreadyClaimed(
+            node='n0', instance='inst',
+            reason='Instance inst is already associated with a node')
+        backend.api.node_by_instance.return_value = dict(
+            NODES[2], instance_uuid='inst', provision_state='active')
+        reservation = _claim(backend)
+        assert reservation.node_uuid == 'n2'
+        assert reservation.state == states.State.ACTIVE
+
+    def test_every_candidate_taken(self, backend):
+        backend.api.claim_node.side_effect = exception.NodeAlreadyClaimed(
+            node='n', instance='inst', reason='Node is associated with x')
+        with pytest.raises(exception.NodeAlreadyClaimed):
+            _claim(backend)
+        assert backend.api.claim_node.call_count == 3
+
+
+@pytest.mark.parametrize('backend', ['allocations'], indirect=True)
+class TestAllocationClaim:
+
+    def test_lost_answer_is_read_back_by_uuid(self, backend):
+        backend.api.create_allocation.side_effect = LOST
+        backend.api.get_allocation.return_value = {
+            'uuid': 'inst', 'state': 'active', 'node_uuid': 'n1'}
+        reservation = _claim(backend)
+        assert reservation.node_uuid == 'n1'
+        backend.api.get_allocation.assert_called_with('inst')
+
+    def test_lost_answer_that_did_not_apply_is_sent_again(self, backend):
+        backend.api.create_allocation.side_effect = [
+            LOST, {'uuid': 'inst', 'state': 'active', 'node_uuid': 'n2'}]
+        backend.api.get_allocation.return_value = None
+        assert _claim(backend).node_uuid == 'n2'
+        assert backend.api.create_allocation.call_count == 2
+
+    def test_failed_allocation_is_deleted(self, backend):
+        backend.api.create_allocation.return_value = {
+            'uuid': 'inst', 'state': 'error', 'last_error': 'no node'}
+        with pytest.raises(exception.NodeAlreadyClaimed) as info:
+            _claim(backend)
+        assert 'no node' in info.value.reason
+        backend.api.delete_allocation.assert_called_once_with('inst')
