@@ -189,27 +189,30 @@ class TestShardsAndPaging:
 
 class TestFakeHardwareProvisioning:
 
-    def test_deploy_and_undeploy(self, ironic, ironic_api):
-        node, = ironic.enroll_nodes(1)
-        ironic_api.claim_node(node, _new_uuid())
-        ironic_api.set_provision_state(node, 'active')
-        ironic.wait_for_node(node, provision_state='active')
-        ironic_api.set_provision_state(node, 'deleted')
-        ironic.wait_for_node(node, provision_state='available')
+    def _deployed(self, ironic, ironic_api):
+        """A node deployed with instance_info as the driver sets it.
 
-    def test_rebuild(self, ironic, ironic_api):
+        Ironic 39 answers a rebuild of a node without an image type with
+        HTTP 500 (UnboundLocalError 'auto_lessee' in
+        conductor/deployments.py); an image source avoids that path.
+        """
         node, = ironic.enroll_nodes(1)
         ironic_api.claim_node(node, _new_uuid())
-        # Ironic 39 answers a rebuild of a node without an image type with
-        # HTTP 500 (UnboundLocalError 'auto_lessee' in
-        # conductor/deployments.py); instance_info with an image source,
-        # as the driver sets it, avoids that path.
         ironic_api.patch_node(node, [{
             'op': 'add', 'path': '/instance_info',
             'value': {'image_source': 'http://images.test/disk.qcow2',
                       'image_checksum': 'abc', 'root_gb': 10}}])
         ironic_api.set_provision_state(node, 'active')
         ironic.wait_for_node(node, provision_state='active')
+        return node
+
+    def test_deploy_and_undeploy(self, ironic, ironic_api):
+        node = self._deployed(ironic, ironic_api)
+        ironic_api.set_provision_state(node, 'deleted')
+        ironic.wait_for_node(node, provision_state='available')
+
+    def test_rebuild(self, ironic, ironic_api):
+        node = self._deployed(ironic, ironic_api)
         ironic_api.set_provision_state(node, 'rebuild')
         ironic.wait_for_node(node, provision_state='active')
 
