@@ -12,7 +12,7 @@ else
     if [ ! -x .venv-tox/bin/tox ]; then
         echo "tox.sh: installing tox into .venv-tox" >&2
         python3 -m venv .venv-tox
-        .venv-tox/bin/pip install --quiet 'tox>=4.6'
+        .venv-tox/bin/pip install --quiet 'tox>=4.6' 'tox-uv>=1.11'
     fi
     TOX=.venv-tox/bin/tox
 fi

@@ -36,7 +36,6 @@ newest-first listing.
 import argparse
 import datetime
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -47,10 +46,6 @@ import warnings
 # futurist imports eventlet, which warns on import; nothing here uses it.
 warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
 
-# tests.functional is not installed: run from the source tree.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-
 from keystoneauth1 import session as ks_session  # noqa: E402
 import requests  # noqa: E402
 
@@ -60,8 +55,8 @@ from ironic_multi.reservation.backends import ironic as backend_mod  # noqa
 from ironic_multi.reservation import pool as pool_mod  # noqa: E402
 from ironic_multi.reservation import requirements as reqs  # noqa: E402
 from ironic_multi.reservation import reserver as reserver_mod  # noqa: E402
-from tests.functional import ironic_nodes  # noqa: E402
-from tests.functional import ironic_server  # noqa: E402
+from ironic_multi.testing import ironic_nodes  # noqa: E402
+from ironic_multi.testing import ironic_server  # noqa: E402
 
 SHARDS = ['shard-%02d' % i for i in range(16)]
 RESOURCE_CLASS = 'gold'

@@ -12,15 +12,16 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import uuid
+
 from keystoneauth1 import session as ks_session
 import pytest
 
 from ironic_multi.conf import CONF
 from ironic_multi.ironic import client
-from tests.functional.coordination_fixtures import coordination  # noqa
-from tests.functional.coordination_fixtures import etcd  # noqa
-from tests.functional import ironic_nodes
-from tests.functional import ironic_server
+from ironic_multi.testing import coordination as coordination_servers
+from ironic_multi.testing import ironic_nodes
+from ironic_multi.testing import ironic_server
 
 
 @pytest.fixture(scope='session', name='ironic_server')
@@ -47,3 +48,29 @@ def ironic_api(ironic_server):
     """The project's own IronicAPI, talking to the session's Ironic."""
     return client.IronicAPI(CONF, session=ks_session.Session(),
                             endpoint=ironic_server.endpoint)
+
+
+@pytest.fixture(scope='session')
+def etcd():
+    """The tooz URL of an etcd of the session's own."""
+    server = coordination_servers.EtcdServer()
+    if server.binary is None:
+        pytest.skip('etcd is not installed (Debian package etcd-server)')
+    with server:
+        yield server.url
+
+
+@pytest.fixture(params=['file', 'redis', 'etcd3'])
+def coordination(request, tmp_path):
+    """``(url, group)``: a fresh group on each backend."""
+    group = 'ring-test-%s' % uuid.uuid4().hex[:8]
+    if request.param == 'file':
+        yield coordination_servers.file_url(str(tmp_path)), group
+    elif request.param == 'etcd3':
+        yield request.getfixturevalue('etcd'), group
+    else:
+        if not coordination_servers.redis_available():
+            pytest.skip('no Redis at %s:%d' % coordination_servers.REDIS)
+        yield coordination_servers.REDIS_URL, group
+        coordination_servers.delete_group(coordination_servers.REDIS_URL,
+                                          group)

@@ -37,8 +37,8 @@ import pytest
 
 # Registers the [ironic_multi] options before the driver is loaded.
 import ironic_multi.conf  # noqa: F401
-from tests.functional import ironic_nodes
-from tests.functional import ironic_server
+from ironic_multi.testing import ironic_nodes
+from ironic_multi.testing import ironic_server
 
 COMPUTE_DRIVER = 'ironic_multi.IronicMultiDriver'
 RESOURCE_CLASS = 'baremetal'

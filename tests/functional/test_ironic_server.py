@@ -29,8 +29,8 @@ import requests
 from requests import adapters
 from urllib3 import util as urllib3_util
 
-from tests.functional import ironic_nodes
-from tests.functional import ironic_server as server_lib
+from ironic_multi.testing import ironic_nodes
+from ironic_multi.testing import ironic_server as server_lib
 
 EMPTY = {'nodes': [], 'allocations': []}
 
@@ -171,7 +171,7 @@ def test_cleanup_leaves_nothing(record_property):
 
 CHILD = """\
 import time
-from tests.functional import ironic_server
+from ironic_multi.testing import ironic_server
 server = ironic_server.IronicServer(db_kind='sqlite')
 server.setUp()
 print(server.pid, server.base_dir, flush=True)
@@ -182,9 +182,7 @@ time.sleep(600)
 @pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGKILL])
 def test_killed_runner_leaves_no_ironic(signum):
     child = subprocess.Popen(
-        [sys.executable, '-c', CHILD], cwd=server_lib.REPO,
-        env=dict(os.environ, PYTHONPATH=server_lib.REPO),
-        stdout=subprocess.PIPE, text=True)
+        [sys.executable, '-c', CHILD], stdout=subprocess.PIPE, text=True)
     try:
         pid, base_dir = child.stdout.readline().split()
         child.send_signal(signum)

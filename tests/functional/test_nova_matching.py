@@ -21,7 +21,7 @@ match ``capabilities:*`` against the single compute node's empty host
 stats and reject every host.
 """
 
-from tests.functional import ironic_nodes
+from ironic_multi.testing import ironic_nodes
 from tests.functional import nova_base
 
 TRAIT = 'CUSTOM_GOLD'

@@ -28,8 +28,8 @@ import uuid
 
 import pytest
 
-from tests.functional.coordination_fixtures import wait_for
 from tests.functional import participant as participant_mod
+from tests.functional.waiting import wait_for
 
 GOLD_SPEC = {'extra_specs': {'resources:CUSTOM_GOLD': '1',
                              'resources:VCPU': '0',

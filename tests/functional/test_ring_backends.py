@@ -32,7 +32,7 @@ import time
 import pytest
 from tooz import hashring
 
-from tests.functional.coordination_fixtures import wait_for
+from tests.functional.waiting import wait_for
 
 MEMBER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'ring_member.py')

@@ -30,7 +30,6 @@ it started.  The last line is ``sandbox OK``; any failure exits non-zero.
 
 import argparse
 import concurrent.futures
-import os
 import sys
 import tempfile
 import threading
@@ -42,10 +41,6 @@ import warnings
 # futurist imports eventlet, which warns on import; nothing here uses it.
 warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
 
-# tests.functional is not installed: run from the source tree.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-
 from keystoneauth1 import session as ks_session  # noqa: E402
 
 from ironic_multi.conf import CONF  # noqa: E402
@@ -54,8 +49,8 @@ from ironic_multi.ironic import client  # noqa: E402
 from ironic_multi.reservation.backends import ironic as backend_mod  # noqa
 from ironic_multi.reservation import requirements as reqs  # noqa: E402
 from ironic_multi.reservation import reserver as reserver_mod  # noqa: E402
-from tests.functional import ironic_nodes  # noqa: E402
-from tests.functional import ironic_server  # noqa: E402
+from ironic_multi.testing import ironic_nodes  # noqa: E402
+from ironic_multi.testing import ironic_server  # noqa: E402
 
 HOSTS = ('sandbox-1', 'sandbox-2')
 # Two shard keys that the ring gives one to each host, so that both the

@@ -17,10 +17,10 @@
 That venv always has SQLAlchemy and the PostgreSQL and MySQL drivers the
 server itself uses; the test venv need not.
 
-    python ironic_db.py create ADMIN_URL NAME
-    python ironic_db.py drop ADMIN_URL NAME
-    python ironic_db.py clone URL TEMPLATE_UUID < copies.json
-    python ironic_db.py wipe URL
+    python _ironic_db.py create ADMIN_URL NAME
+    python _ironic_db.py drop ADMIN_URL NAME
+    python _ironic_db.py clone URL TEMPLATE_UUID < copies.json
+    python _ironic_db.py wipe URL
 
 ``copies.json`` is a list of dicts, one per copy: column values for the new
 ``nodes`` row (at least ``uuid``), and optionally ``traits``, the list that

@@ -27,7 +27,7 @@ import uuid
 
 import requests
 
-from tests.functional import ironic_server
+from ironic_multi.testing import ironic_server
 
 LOG = logging.getLogger(__name__)
 
@@ -206,6 +206,22 @@ class IronicNodes:
             if len(page) < PAGE:
                 return items
             params['marker'] = page[-1]['uuid']
+
+
+def diff_snapshots(before, after):
+    """What changed between two :meth:`IronicNodes.snapshot` results.
+
+    :returns: ``[(kind, uuid, old, new)]`` sorted, empty when equal;
+        ``old`` or ``new`` is None for an item that appeared or vanished.
+    """
+    changes = []
+    for kind in sorted(set(before) | set(after)):
+        old = {item['uuid']: item for item in before.get(kind, ())}
+        new = {item['uuid']: item for item in after.get(kind, ())}
+        changes.extend((kind, key, old.get(key), new.get(key))
+                       for key in sorted(set(old) | set(new))
+                       if old.get(key) != new.get(key))
+    return changes
 
 
 def _wait(fetch, expected, timeout, failed):

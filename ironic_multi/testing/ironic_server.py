@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""A real Ironic (API and conductor, fake hardware) for functional tests.
+"""A real Ironic (API and conductor, fake hardware) for tests.
 
 Ironic runs as a subprocess from a virtualenv of its own: in one process its
 oslo.config options collide with Nova's.  The database is chosen by
@@ -24,14 +24,11 @@ database per server.
 """
 
 import atexit
-import ctypes
 import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,13 +38,14 @@ import fixtures
 import requests
 from sqlalchemy.engine import url as sa_url
 
+from ironic_multi.testing import _net
+from ironic_multi.testing import venvs
+
 LOG = logging.getLogger(__name__)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-DB_TOOL = os.path.join(HERE, 'ironic_db.py')
+DB_TOOL = os.path.join(HERE, '_ironic_db.py')
 SQLITE_SHIM = os.path.join(HERE, 'sqlite_serialize')
-VENV_TOOL = os.path.join(REPO, 'tools', 'ironic-server-venv')
 
 DB_KINDS = ('auto', 'postgresql', 'mysql', 'sqlite')
 ADMIN_URLS = {
@@ -156,7 +154,7 @@ class IronicServer(fixtures.Fixture):
         self.config_path = os.path.join(self.base_dir, 'ironic.conf')
         self.log_path = os.path.join(self.base_dir, 'ironic.log')
         self.db_kind, self.db_url = self._create_database()
-        port = _free_port()
+        port = _net.free_port()
         self.endpoint = 'http://127.0.0.1:%d' % port
         self._write_config(port)
         self._run([self._bin('ironic-dbsync'), '--config-file',
@@ -184,7 +182,7 @@ class IronicServer(fixtures.Fixture):
             if kind == 'sqlite':
                 return kind, 'sqlite:///%s/ironic.sqlite' % self.base_dir
             admin = sa_url.make_url(ADMIN_URLS[kind])
-            if auto and not _listening(admin.host, admin.port):
+            if auto and not _net.listening(admin.host, admin.port):
                 continue
             name = 'ironic_multi_%d_%s' % (os.getpid(), uuid.uuid4().hex[:8])
             # Known before it exists: an interrupt may come at any time.
@@ -213,11 +211,11 @@ class IronicServer(fixtures.Fixture):
     def _start(self):
         with open(self.log_path, 'wb') as log:
             # A session of its own lets cleanup signal every process Ironic
-            # forks; _die_with_parent covers a test runner killed by SIGKILL.
+            # forks; _net.die_with_parent covers a runner killed by SIGKILL.
             self._process = subprocess.Popen(
                 [self._bin('ironic'), '--config-file', self.config_path],
                 stdout=log, stderr=subprocess.STDOUT, env=self._env(),
-                start_new_session=True, preexec_fn=_die_with_parent)
+                start_new_session=True, preexec_fn=_net.die_with_parent)
         self.pid = self._process.pid
 
     def _wait_until_ready(self):
@@ -294,29 +292,7 @@ class IronicServer(fixtures.Fixture):
 
 def ironic_executable():
     """The Ironic venv's ``ironic``; builds the venv when it is missing."""
-    venv = os.environ.get('IRONIC_MULTI_IRONIC_VENV',
-                          os.path.join(REPO, '.tox', 'ironic-server'))
-    ironic = os.path.join(venv, 'bin', 'ironic')
-    if not os.path.exists(ironic):
-        LOG.warning('No Ironic in %s: building it with %s (takes a minute)',
-                    venv, VENV_TOOL)
-        subprocess.run([sys.executable, VENV_TOOL, venv], check=True,
-                       stdout=subprocess.DEVNULL)
-    return ironic
-
-
-def _listening(host, port):
-    try:
-        socket.create_connection((host, port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+    return venvs.ensure_venv('ironic')
 
 
 def _signal_group(pgid, signum):
@@ -324,16 +300,6 @@ def _signal_group(pgid, signum):
         os.killpg(pgid, signum)
     except ProcessLookupError:
         pass
-
-
-_LIBC = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    # Runs in the child before exec: the kernel sends SIGKILL to Ironic when
-    # the thread that started it dies, however it dies.
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 # Servers that may hold a process, a database or files.

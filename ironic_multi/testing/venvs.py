@@ -1,0 +1,118 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Virtualenvs of the servers the tests start (Ironic, Keystone).
+
+Each server runs from a virtualenv of its own: its oslo.config options
+collide with Nova's in one process, and its pins need not agree with
+Nova's.  A venv is created once; a marker file holds the requirement list
+it was built from, so a changed pin rebuilds it.
+
+Usage: ``python -m ironic_multi.testing.venvs KIND DIR`` builds the venv
+of ``KIND`` (``ironic`` or ``keystone``) in ``DIR`` and prints the path of
+its server executable (pip's output goes to standard error).
+"""
+
+import fcntl
+import os
+import subprocess
+import sys
+import venv
+
+# What each server venv holds, and the executable that proves it is built.
+SERVERS = {
+    'ironic': (('ironic==39.0.0', 'psycopg2-binary', 'PyMySQL'), 'ironic'),
+}
+# Where the venvs live unless the environment says otherwise (tox points
+# IRONIC_MULTI_<KIND>_VENV into its work directory).
+DEFAULT_ROOT = os.path.join(
+    os.environ.get('XDG_CACHE_HOME', os.path.expanduser('~/.cache')),
+    'ironic-multi')
+MARKER = 'ironic-multi-requirements.txt'
+
+
+def default_path(kind):
+    """``$IRONIC_MULTI_<KIND>_VENV``, or a directory in the user's cache."""
+    return os.environ.get('IRONIC_MULTI_%s_VENV' % kind.upper(),
+                          os.path.join(DEFAULT_ROOT, '%s-server' % kind))
+
+
+def ensure_venv(kind, path=None):
+    """Build the venv of ``kind`` unless it is current; return its server.
+
+    Safe to call from parallel test runners: builds are serialized by a
+    lock file next to the venv.
+    """
+    requirements, executable = SERVERS[kind]
+    path = os.path.abspath(path or default_path(kind))
+    server = os.path.join(path, 'bin', executable)
+    marker = os.path.join(path, MARKER)
+    wanted = '\n'.join(requirements) + '\n'
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + '.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(server) and _read(marker) == wanted:
+            return server
+        print('Building the %s server venv in %s' % (kind, path),
+              file=sys.stderr)
+        _build(path, requirements)
+        with open(marker, 'w') as f:
+            f.write(wanted)
+    return server
+
+
+def _build(path, requirements):
+    # The installer must see this venv only, not the caller's import path.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+    python = os.path.join(path, 'bin', 'python')
+    uv = _uv()
+    if uv is None:
+        venv.EnvBuilder(clear=True, with_pip=True).create(path)
+        command = [python, '-m', 'pip', 'install', '--quiet']
+    else:
+        # Seconds instead of a minute, when the test requirements have it.
+        subprocess.run([uv, 'venv', '--quiet', '--clear', '--python',
+                        sys.executable, path], env=env, check=True)
+        command = [uv, 'pip', 'install', '--quiet', '--python', python]
+    subprocess.run(command + list(requirements), stdout=sys.stderr, env=env,
+                   check=True)
+
+
+def _uv():
+    try:
+        import uv
+    except ImportError:
+        return None
+    return uv.find_uv_bin()
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) not in (1, 2) or argv[0] not in SERVERS:
+        sys.exit('usage: python -m ironic_multi.testing.venvs {%s} [DIR]'
+                 % ','.join(sorted(SERVERS)))
+    print(ensure_venv(*argv))
+
+
+if __name__ == '__main__':
+    main()
