@@ -1,0 +1,275 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""What the test servers (Ironic, Keystone) share: database, process, cleanup.
+
+Each server is a process group of its own started from a virtualenv of its
+own, with a temporary directory and (on PostgreSQL or MariaDB) a database
+of its own.  The database is chosen by ``IRONIC_MULTI_TEST_DB``:
+``postgresql``, ``mysql``, ``sqlite``, or ``auto`` (the default: PostgreSQL
+if it listens on 127.0.0.1:5432, else MariaDB on 127.0.0.1:3306, else
+SQLite).  ``IRONIC_MULTI_TEST_PG_URL`` and ``IRONIC_MULTI_TEST_MYSQL_URL``
+override the admin URLs used to create the databases.
+
+Whatever a server holds is released by the fixture's cleanup, at exit, and
+on SIGTERM or SIGHUP; the kernel kills the server when the thread that
+started it dies (a runner killed by SIGKILL).
+"""
+
+import atexit
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+
+import fixtures
+from sqlalchemy.engine import url as sa_url
+
+from ironic_multi.testing import _net
+
+LOG = logging.getLogger(__name__)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Creates and drops databases; any server venv can run it (each has
+# SQLAlchemy and the PostgreSQL and MySQL drivers), the test venv need not.
+DB_TOOL = os.path.join(HERE, '_ironic_db.py')
+
+DB_KINDS = ('auto', 'postgresql', 'mysql', 'sqlite')
+ADMIN_URLS = {
+    'postgresql': os.environ.get(
+        'IRONIC_MULTI_TEST_PG_URL',
+        'postgresql+psycopg2://postgres@127.0.0.1:5432/postgres'),
+    'mysql': os.environ.get(
+        'IRONIC_MULTI_TEST_MYSQL_URL', 'mysql+pymysql://root@127.0.0.1:3306/'),
+}
+
+STOP_TIMEOUT = 10
+
+
+class ServerError(Exception):
+    pass
+
+
+class ServerFixture(fixtures.Fixture):
+    """One server process with a directory and a database of its own.
+
+    Subclasses name the server (``name``, also used in directory and
+    database names), give their error class and venv python, and call
+    :meth:`_prepare` first thing in ``_setUp``.  Attributes: ``db_kind``
+    (never ``auto`` after setUp), ``db_url``, ``base_dir``, ``log_path``,
+    ``pid`` (also the process group), ``start_seconds`` (set by the
+    subclass) and, after cleanUp, ``stop_seconds``.
+    """
+
+    name = 'server'
+    error = ServerError
+
+    def __init__(self, db_kind=None):
+        super().__init__()
+        self.db_kind = db_kind or os.environ.get('IRONIC_MULTI_TEST_DB',
+                                                 'auto')
+        if self.db_kind not in DB_KINDS:
+            raise ValueError('Unknown database kind %r, expected one of %s'
+                             % (self.db_kind, ', '.join(DB_KINDS)))
+        self.db_url = self.base_dir = self.python = self.log_path = None
+        self.start_seconds = self.stop_seconds = None
+        self.pid = self._process = self._database = None
+
+    def _prepare(self, python):
+        """Arm the cleanups, then make the server's directory."""
+        self.python = python
+        _install_safety_net()
+        _LIVE.add(self)
+        self.addCleanup(self._release)
+        self.base_dir = tempfile.mkdtemp(prefix='ironic-multi-%s-'
+                                         % self.name)
+        self.log_path = os.path.join(self.base_dir, '%s.log' % self.name)
+
+    def run_db_tool(self, *args, stdin=None):
+        """Run _ironic_db.py in the server's venv; returns its stdout."""
+        return self._run([self.python, DB_TOOL, *args], stdin=stdin)
+
+    def log_tail(self, lines=40):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return ''.join(f.readlines()[-lines:])
+        except (OSError, TypeError) as e:
+            return '(no log: %s)' % e
+
+    def _create_database(self):
+        """Set ``db_kind`` and ``db_url``, creating the database if needed."""
+        auto = self.db_kind == 'auto'
+        for kind in DB_KINDS[1:] if auto else (self.db_kind,):
+            if kind == 'sqlite':
+                self.db_kind = kind
+                self.db_url = 'sqlite:///%s/%s.sqlite' % (self.base_dir,
+                                                          self.name)
+                return
+            admin = sa_url.make_url(ADMIN_URLS[kind])
+            if auto and not _net.listening(admin.host, admin.port):
+                continue
+            name = 'ironic_multi_%s_%d_%s' % (self.name, os.getpid(),
+                                              uuid.uuid4().hex[:8])
+            # Known before it exists: an interrupt may come at any time.
+            self._database = kind, name
+            try:
+                self.run_db_tool('create', ADMIN_URLS[kind], name)
+            except self.error as e:
+                if not auto:
+                    raise
+                LOG.warning('Not using %s: %s', kind, e)
+                self._database = None
+                continue
+            url = admin.set(database=name)
+            if kind == 'mysql':
+                url = url.update_query_dict({'charset': 'utf8mb4'})
+            self.db_kind = kind
+            self.db_url = url.render_as_string(hide_password=False)
+            return
+
+    def _spawn(self, argv, env=None, stdin=None):
+        """Start the server process, its output going to ``log_path``."""
+        with open(self.log_path, 'ab') as log:
+            # A session of its own lets cleanup signal every process the
+            # server forks; die_with_parent covers a runner killed by
+            # SIGKILL.
+            self._process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
+                env=env or self._env(), start_new_session=True,
+                preexec_fn=_net.die_with_parent)
+        self.pid = self._process.pid
+        return self._process
+
+    def _wait_until(self, ready, timeout, what):
+        """Poll ``ready()`` until it is true; fail early if the server dies.
+
+        ``ready`` may raise ``OSError`` (connection refused and the like,
+        requests' errors included) while the server is still starting.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise self.error(
+                    '%s exited with %s during startup; log tail:\n%s'
+                    % (self.name, self._process.returncode, self.log_tail()))
+            try:
+                if ready():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise self.error('%s was not %s within %d s; log tail:\n%s'
+                         % (self.name, what, timeout, self.log_tail()))
+
+    def _release(self):
+        """Stop the server, drop its database, remove its files; idempotent.
+
+        Runs from cleanups, atexit and signal handlers, possibly twice.
+        """
+        started = time.monotonic()
+        self._stop_process()
+        if self._database:
+            kind, name = self._database
+            try:
+                self.run_db_tool('drop', ADMIN_URLS[kind], name)
+                self._database = None
+            except self.error as e:
+                LOG.warning('Could not drop database %s: %s', name, e)
+        if self.base_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+            self.base_dir = None
+        _LIVE.discard(self)
+        self.stop_seconds = time.monotonic() - started
+
+    def _stop_process(self):
+        process, self._process = self._process, None
+        if process is None:
+            return
+        _signal_group(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            LOG.warning('%s did not stop within %d s, killing it',
+                        self.name, STOP_TIMEOUT)
+        # Also whatever the master left behind.
+        _signal_group(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def _run(self, argv, stdin=None, timeout=None):
+        try:
+            result = subprocess.run(argv, input=stdin, capture_output=True,
+                                    text=True, env=self._env(),
+                                    timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            stderr = e.stderr or ''
+            if isinstance(stderr, bytes):
+                stderr = stderr.decode(errors='replace')
+            raise self.error('%s did not finish within %d s:\n%s' % (
+                ' '.join(os.path.basename(a) for a in argv[:3]), timeout,
+                stderr[-3000:]))
+        if result.returncode:
+            raise self.error('%s exited with %d:\n%s' % (
+                ' '.join(os.path.basename(a) for a in argv[:3]),
+                result.returncode, result.stderr[-3000:]))
+        return result.stdout
+
+    def _env(self):
+        env = dict(os.environ)
+        env.pop('PYTHONPATH', None)
+        return env
+
+    def _bin(self, name):
+        return os.path.join(os.path.dirname(self.python), name)
+
+
+def _signal_group(pgid, signum):
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+
+
+# Servers that may hold a process, a database or files.
+_LIVE = set()
+_previous_handlers = {}
+_safety_net_installed = False
+
+
+def _release_all():
+    for server in list(_LIVE):
+        server._release()
+
+
+def _on_signal(signum, frame):
+    _release_all()
+    previous = _previous_handlers.pop(signum)
+    signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+    os.kill(os.getpid(), signum)
+
+
+def _install_safety_net():
+    """Release every server at exit and on SIGTERM/SIGHUP, once."""
+    global _safety_net_installed
+    if _safety_net_installed:
+        return
+    _safety_net_installed = True
+    atexit.register(_release_all)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            _previous_handlers[signum] = signal.signal(signum, _on_signal)
