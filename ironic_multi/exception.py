@@ -96,6 +96,17 @@ class NodeAlreadyClaimed(NodeConflict):
                '%(instance)s: %(reason)s')
 
 
+class InstanceAlreadyClaimed(NodeAlreadyClaimed):
+    """Ironic refused the claim because the instance holds a node already.
+
+    A retried claim, or one whose earlier answer was lost: the instance's
+    node is found by its ``instance_uuid``.
+    """
+
+    msg_fmt = ('Instance %(instance)s already holds an Ironic node; node '
+               '%(node)s refused it: %(reason)s')
+
+
 class AllocationFailed(IronicError):
     msg_fmt = ('Ironic allocation %(allocation)s failed: %(reason)s')
 
@@ -130,11 +141,65 @@ class InvalidStateTransition(ReservationError):
                'to %(target)s')
 
 
-class BackendNotFound(ReservationError):
-    msg_fmt = 'No reservation backend named %(name)s (known: %(known)s)'
+class DeployThrottled(ReservationError):
+    """Too many deploys in flight on this service for too long."""
+
+    msg_fmt = ('%(what)s waited %(timeout)s s for one of %(running)s '
+               'deploys in flight to finish')
 
 
-class StaticInventoryInvalid(ReservationError):
+class ReservationNotFound(ReservationError):
+    """The instance holds no node (never claimed, or already released)."""
+
+    msg_fmt = 'Instance %(instance)s holds no node'
+
+
+class ProviderNotFound(ReservationError):
+    msg_fmt = 'No node provider named %(name)s (known: %(known)s)'
+
+
+# Node providers: what was done to a node ----------------------------------
+
+class NodeActionFailed(IronicMultiError):
+    """An action on a reserved node failed; the node is named."""
+
+    msg_fmt = '%(action)s of node %(node)s failed: %(reason)s'
+
+
+class DeployFailed(NodeActionFailed):
+    """The deploy failed and was undone; the claim is still held."""
+
+    msg_fmt = 'Deploy of node %(node)s failed: %(reason)s'
+
+
+class TeardownFailed(NodeActionFailed):
+    """The node may still hold the instance: it must not be released."""
+
+    msg_fmt = 'Tear down of node %(node)s failed: %(reason)s'
+
+
+class PowerActionFailed(NodeActionFailed):
+    msg_fmt = '%(action)s of node %(node)s failed: %(reason)s'
+
+
+class VifActionFailed(NodeActionFailed):
+    msg_fmt = '%(action)s of VIF %(vif)s on node %(node)s failed: %(reason)s'
+
+
+class HookFailed(NodeActionFailed):
+    """An operator hook of the static provider failed or timed out."""
+
+    msg_fmt = ('Hook %(hook)s of node %(node)s failed (%(reason)s); output: '
+               '%(output)s')
+
+
+class NotSupported(IronicMultiError):
+    """The node provider cannot do this (a feature it does not declare)."""
+
+    msg_fmt = 'The %(provider)s node provider does not support %(feature)s'
+
+
+class StaticInventoryInvalid(ConfigInvalid):
     msg_fmt = 'Static node inventory %(path)s is invalid: %(reason)s'
 
 

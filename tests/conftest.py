@@ -21,8 +21,8 @@
    eventlet.
 2. Options: Nova registers its ``[ironic]`` options without tolerating
    duplicates, while ``ironic_multi.conf`` keeps a definition registered
-   before its own.  So Nova's go first, or the first test importing Nova
-   after one importing ``ironic_multi.conf`` fails with DuplicateOptError.
+   before its own.  So Nova's go first, then ours, on the global CONF, as
+   in nova-compute.
 
 Without Nova installed (the reservation layer alone) both are skipped.
 """
@@ -42,6 +42,10 @@ if monkey_patch is not None:
     monkey_patch.patch()
     import nova.conf  # noqa: F401
 
-# The shared backend suite lives outside test modules: let pytest explain
+from ironic_multi import conf  # noqa: E402
+
+conf.register_opts(conf.CONF)
+
+# The provider contract lives outside test modules: let pytest explain
 # its failed assertions too.
-pytest.register_assert_rewrite('tests.backend_suite')
+pytest.register_assert_rewrite('ironic_multi.testing.provider_contract')

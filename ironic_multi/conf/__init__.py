@@ -15,27 +15,30 @@
 """Configuration options of ironic-multi.
 
 Options are declared once, in the modules of this package, and registered
-on the global ``CONF`` when this package is imported, except the
-``[ironic]`` group: Nova registers that group too and does not tolerate a
-definition that came first, so ours are registered when Ironic is first
-used (:func:`ironic.register_opts`), keeping Nova's where it has them.
+by the entry points that use them (the virt driver, the console scripts,
+the test support) with :func:`register_opts`, never as a side effect of an
+import or of a constructor.  ``[ironic]`` is registered tolerantly: Nova
+declares that group too, and whichever definition came first is kept.
 """
 
 from oslo_config import cfg
 
 from ironic_multi.conf import coordination
-from ironic_multi.conf import driver
+from ironic_multi.conf import deploy
 from ironic_multi.conf import groups
+from ironic_multi.conf import ironic
+from ironic_multi.conf import operations
 from ironic_multi.conf import reservation
+from ironic_multi.conf import static
 
-IRONIC_MULTI_OPTS = coordination.OPTS + reservation.OPTS + driver.OPTS
+IRONIC_MULTI_OPTS = (coordination.OPTS + reservation.OPTS + deploy.OPTS
+                     + static.OPTS + operations.OPTS)
+
+CONF = cfg.CONF
 
 
 def register_opts(conf):
-    """Register the ``[ironic_multi]`` options on ``conf``."""
-    conf.register_group(groups.IRONIC_MULTI)
-    conf.register_opts(IRONIC_MULTI_OPTS, group=groups.IRONIC_MULTI)
-
-
-CONF = cfg.CONF
-register_opts(CONF)
+    """Register every group of ironic-multi on ``conf``; idempotent."""
+    conf.register_group(groups.ironic_multi())
+    conf.register_opts(IRONIC_MULTI_OPTS, group='ironic_multi')
+    ironic.register_opts(conf)

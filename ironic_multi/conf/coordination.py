@@ -20,6 +20,8 @@ OPTS = [
     cfg.StrOpt(
         'coordination_url',
         default='file:///var/lib/ironic-multi/coordination',
+        # It may carry a password; nova-compute logs its options at start.
+        secret=True,
         help='tooz URL of the coordination backend whose group members '
              'share the Ironic shards. ``file://`` works on one host only '
              '(the embedded default); use ``etcd3+http://``, '

@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Options of the Nova virt driver."""
+"""Bounds of what is done to a reserved node: deploy, tear down, power."""
 
 from oslo_config import cfg
 

@@ -14,7 +14,19 @@
 
 from oslo_config import cfg
 
-IRONIC_MULTI = cfg.OptGroup(
-    'ironic_multi',
-    title='ironic-multi',
-    help='Options of the ironic-multi reservation layer and virt driver.')
+
+def ironic_multi():
+    """A new ``[ironic_multi]`` group object.
+
+    Each ConfigOpts needs a group object of its own: register_group()
+    copies it shallowly, so overrides set on one ConfigOpts would show in
+    every other one that shares the object.
+    """
+    return cfg.OptGroup(
+        'ironic_multi',
+        title='ironic-multi',
+        help='Options of the ironic-multi reservation layer, node providers '
+             'and virt driver.')
+
+
+IRONIC_MULTI = ironic_multi()

@@ -25,13 +25,19 @@ from ironic_multi.conf import _utils
 
 SERVICE_TYPE = 'baremetal'
 
-GROUP = cfg.OptGroup(
-    'ironic',
-    title='Ironic (Bare Metal) API access',
-    help='How ironic-multi reaches the Ironic API. The authentication, '
-         'session and endpoint options are those of keystoneauth1; with '
-         '``auth_type = none`` and ``endpoint_override`` an Ironic in '
-         '``noauth`` mode is used directly.')
+
+def group():
+    """A new ``[ironic]`` group object (see ``groups.ironic_multi``)."""
+    return cfg.OptGroup(
+        'ironic',
+        title='Ironic (Bare Metal) API access',
+        help='How ironic-multi reaches the Ironic API. The authentication, '
+             'session and endpoint options are those of keystoneauth1; with '
+             '``auth_type = none`` and ``endpoint_override`` an Ironic in '
+             '``noauth`` mode is used directly.')
+
+
+GROUP = group()
 
 OPTS = [
     cfg.IntOpt(
@@ -56,7 +62,7 @@ def _adapter_opts():
 
 
 def register_opts(conf):
-    conf.register_group(GROUP)
+    conf.register_group(group())
     _utils.register_tolerant(conf, OPTS, GROUP.name)
     _utils.register_tolerant(
         conf, ks_loading.get_session_conf_options(), GROUP.name)

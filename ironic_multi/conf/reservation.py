@@ -18,18 +18,14 @@ from oslo_config import cfg
 
 OPTS = [
     cfg.StrOpt(
-        'reservation_backend',
+        'node_provider',
         default='ironic',
-        help='Name of the reservation backend, an entry point in the '
-             '``ironic_multi.reservation.backends`` namespace: ``ironic`` '
-             'reserves real Ironic nodes, ``static`` reserves nodes '
-             'declared in ``static_inventory``.'),
-    cfg.StrOpt(
-        'static_inventory',
-        default='/etc/ironic-multi/static-nodes.yaml',
-        help='YAML file declaring the nodes of the ``static`` backend. '
-             'Its claims are stored next to it, in a file locked for '
-             'every change.'),
+        deprecated_name='reservation_backend',
+        help='Name of the node provider, an entry point in the '
+             '``ironic_multi.node_providers`` namespace: ``ironic`` '
+             'reserves and deploys real Ironic nodes, ``static`` hands '
+             'over pre-installed machines declared in '
+             '``static_inventory``.'),
     cfg.BoolOpt(
         'use_allocations',
         default=True,
@@ -51,7 +47,7 @@ OPTS = [
         help='Upper bound, in seconds, of one claim, including conflicts, '
              'retries and the search of other shards. A claim that has not '
              'finished by then fails with a typed error and leaves no '
-             'reservation behind.'),
+             'reservation behind. A release has the same bound.'),
     cfg.IntOpt(
         'pool_refresh_interval',
         default=30,

@@ -12,10 +12,10 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Which Ironic nodes can serve some Requirements.
+"""Which nodes can serve some Requirements.
 
-Nodes are plain dicts as Ironic's API returns them; a missing key counts
-as absent. Each filter answers one question and says why a node fails.
+Nodes are plain dicts with the keys of an Ironic node; a missing key
+counts as absent. Each filter answers one question and says why a node fails.
 """
 
 import abc
@@ -86,31 +86,18 @@ class Filter(metaclass=abc.ABCMeta):
         return self.reason(node, requirements) is None
 
 
-class ProvisionStateFilter(Filter):
+class ReadyFilter(Filter):
+    """Nodes a claim may take now, as their provider judges it.
+
+    :param why_not_ready: ``f(node) -> reason or None``; each provider has
+        its own idea of a free node.
+    """
+
+    def __init__(self, why_not_ready):
+        self._why_not_ready = why_not_ready
+
     def reason(self, node, requirements):
-        state = node.get('provision_state')
-        if state != 'available':
-            return 'provision state is %s' % state
-
-
-class MaintenanceFilter(Filter):
-    def reason(self, node, requirements):
-        if node.get('maintenance'):
-            return 'in maintenance'
-
-
-class UnassociatedFilter(Filter):
-    def reason(self, node, requirements):
-        for key in ('instance_uuid', 'allocation_uuid'):
-            if node.get(key):
-                return '%s is %s' % (key, node[key])
-
-
-class PowerStateFilter(Filter):
-    def reason(self, node, requirements):
-        # Ironic has not reached the BMC yet: deploying would fail.
-        if node.get('power_state') is None:
-            return 'power state unknown'
+        return self._why_not_ready(node)
 
 
 class ConductorGroupFilter(Filter):
@@ -183,19 +170,21 @@ class CapabilitiesFilter(Filter):
                     ':'.join(scope), value, expression)
 
 
-def default_filters(conductor_group=None):
-    """Every filter, cheap and selective ones first."""
-    return (ProvisionStateFilter(), MaintenanceFilter(),
-            UnassociatedFilter(), PowerStateFilter(),
-            ConductorGroupFilter(conductor_group), OwnerFilter(),
+def matching_filters(conductor_group=None):
+    """Every filter on what a node is, cheap and selective ones first.
+
+    Whether a node is free is the provider's to say: it puts its
+    :class:`ReadyFilter` in front of these.
+    """
+    return (ConductorGroupFilter(conductor_group), OwnerFilter(),
             ResourceClassFilter(), PropertiesFilter(), TraitsFilter(),
             CapabilitiesFilter())
 
 
-DEFAULT_FILTERS = default_filters()
+MATCHING_FILTERS = matching_filters()
 
 
-def match(nodes, requirements, filters=DEFAULT_FILTERS):
+def match(nodes, requirements, filters=MATCHING_FILTERS):
     """The nodes that pass every filter, in their original order.
 
     Logs, at debug level, how many nodes each filter rejected (a node

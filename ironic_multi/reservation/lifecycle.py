@@ -19,14 +19,15 @@
     requested -> claimed -> deploying -> active -> releasing -> released
                     |           |           |          |
                     +-----------+-----------+----------+--> error
-    error -> releasing (clean up) | claimed (retry after the cooldown)
+    active -> deploying (rebuild)
+    error -> releasing (clean up) | claimed (claimed again)
 
-A reservation's state is never only in memory: backends derive it from
-their source of truth (for Ironic: the node's instance_uuid, allocation and
-provision state), so a restarted service recovers it with
-:func:`from_ironic_node`.
+A reservation's state is never only in memory: node providers derive it
+from their source of truth (for Ironic: the node's instance_uuid,
+allocation and provision state), so a restarted service recovers it.
 """
 
+import dataclasses
 import enum
 
 from ironic_multi import exception
@@ -55,38 +56,53 @@ _TRANSITIONS = {
     State.ERROR: {State.RELEASING, State.CLAIMED},
 }
 
+# Reservations in these states hold a node.
+HOLDING = frozenset([State.CLAIMED, State.DEPLOYING, State.ACTIVE])
+
 
 def check_transition(reservation, current, target):
     """Raise InvalidStateTransition unless ``current -> target`` is legal.
 
-    ``active -> deploying`` is a rebuild; moving to the state one is
-    already in is allowed so that retried calls stay idempotent.
+    Moving to the state one is already in is allowed so that retried calls
+    stay idempotent.
     """
     if target != current and target not in _TRANSITIONS[current]:
         raise exception.InvalidStateTransition(
             reservation=reservation, current=current, target=target)
 
 
-# Ironic provision states, grouped by what they mean for a reservation.
-_DEPLOYING = {'deploying', 'wait call-back', 'deploy hold', 'rebuild'}
-_RELEASING = {'deleting', 'cleaning', 'clean wait', 'clean hold',
-              'undeploy'}
-_FAILED = {'deploy failed', 'error', 'clean failed'}
+class PowerState(str, enum.Enum):
+    """A node's power, as far as its provider knows."""
+
+    ON = 'on'
+    OFF = 'off'
+    UNKNOWN = 'unknown'
+
+    def __str__(self):
+        return self.value
 
 
-def from_ironic_node(node):
-    """Derive the state of the reservation held on an Ironic node.
+@dataclasses.dataclass(frozen=True)
+class Reservation:
+    """One node reserved for one consumer (a Nova instance).
 
-    ``node`` must have ``instance_uuid`` set; the result is what a restarted
-    service recovers without any memory of its own.
+    :ivar host: the compute service whose instance it is, once its deploy
+        has begun (the provider's host mark); None before.
     """
-    provision_state = node.get('provision_state')
-    if provision_state == 'active':
-        return State.ACTIVE
-    if provision_state in _DEPLOYING:
-        return State.DEPLOYING
-    if provision_state in _RELEASING:
-        return State.RELEASING
-    if provision_state in _FAILED:
-        return State.ERROR
-    return State.CLAIMED
+
+    instance_uuid: str
+    node_uuid: str
+    state: State
+    shard: str = None
+    resource_class: str = None
+    host: str = None
+    power_state: PowerState = PowerState.UNKNOWN
+
+    def moved_to(self, target):
+        """This reservation in state ``target``, if the move is legal."""
+        check_transition(self.instance_uuid, self.state, target)
+        return dataclasses.replace(self, state=target)
+
+    def released(self):
+        """This reservation after a release: releasing, then released."""
+        return self.moved_to(State.RELEASING).moved_to(State.RELEASED)

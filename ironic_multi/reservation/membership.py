@@ -19,11 +19,13 @@ drops out of the group after the membership timeout.  Each member can
 publish a small JSON payload (its node counts) that every member reads.
 """
 
+import concurrent.futures
 import contextlib
 import json
 import os
 import socket
 import tempfile
+import threading
 import urllib.parse
 import uuid
 
@@ -32,11 +34,16 @@ from oslo_utils import strutils
 import tooz
 from tooz import coordination
 
-from ironic_multi import conf
 from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
-CONF = conf.CONF
+
+# Drivers whose locks expire after ``lock_timeout`` unless heartbeated.
+_LOCK_TIMEOUT_SCHEMES = frozenset(['redis', 'rediss', 'etcd3', 'etcd3gw'])
+
+# Joins that outlive their caller's patience go on in these threads.
+_STARTER = concurrent.futures.ThreadPoolExecutor(
+    max_workers=4, thread_name_prefix='ironic-multi-join')
 
 # URL option that bounds a member's life without heartbeats, when it is not
 # ``membership_timeout`` (redis, etcd3, memcached).  ZooKeeper members are
@@ -60,14 +67,30 @@ def host_of(member_id):
     return member_id.rsplit(':', 2)[0]
 
 
+# Hosts of members that are operators (the CLI), not services.
+OPERATOR_PREFIX = '@'
+
+
+def is_operator(member_id):
+    """Whether a member is an operator's tool, which owns no shard."""
+    return host_of(member_id).startswith(OPERATOR_PREFIX)
+
+
 def backend_url(url, timeout):
-    """``url`` with the membership ``timeout``, unless it sets its own."""
+    """``url`` with the membership ``timeout``, unless it sets its own.
+
+    Where the driver has lock timeouts (redis, etcd3), locks get the same
+    one: the housekeeper's lock of a dead leader expires as its
+    membership does.
+    """
     parts = urllib.parse.urlsplit(url)
-    option = _TIMEOUT_OPTION.get(parts.scheme, 'membership_timeout')
-    if option in urllib.parse.parse_qs(parts.query):
-        return url
-    query = '&'.join(q for q in (parts.query, '%s=%d' % (option, timeout))
-                     if q)
+    options = [_TIMEOUT_OPTION.get(parts.scheme, 'membership_timeout')]
+    if parts.scheme.split('+')[0] in _LOCK_TIMEOUT_SCHEMES:
+        options.append('lock_timeout')
+    present = urllib.parse.parse_qs(parts.query)
+    query = '&'.join([parts.query] * bool(parts.query) + [
+        '%s=%d' % (option, timeout) for option in options
+        if option not in present])
     return urllib.parse.urlunsplit(parts._replace(query=query))
 
 
@@ -126,27 +149,35 @@ class _FileBoard:
 class Membership:
     """This process as one member of the coordination group.
 
-    :param url: tooz URL; ``[ironic_multi]coordination_url`` by default.
-    :param group: group name; ``[ironic_multi]coordination_group``.
-    :param timeout: seconds without heartbeat after which a member is gone;
-        ``[ironic_multi]membership_timeout``.  Ignored if the URL sets it.
+    :param url: tooz URL (``[ironic_multi]coordination_url``).
+    :param group: group name (``coordination_group``).
+    :param timeout: seconds without heartbeat after which a member is gone
+        (``membership_timeout``).  Ignored if the URL sets it.
     :param host: the stable part of the member id (the compute service
         host); the machine's host name by default.
     """
 
-    def __init__(self, url=None, group=None, timeout=None, host=None):
-        opts = CONF.ironic_multi
-        self.url = backend_url(url or opts.coordination_url,
-                               timeout or opts.membership_timeout)
-        self.group = group or opts.coordination_group
+    def __init__(self, url, group, timeout, host=None):
+        self.url = backend_url(url, timeout)
+        self.group = group
         self.member_id = make_member_id(host)
         self.host = host_of(self.member_id)
         self._group_id = self.group.encode()
         self._payload = None
         self._coordinator = None
+        self._lock = threading.Lock()
+        self._starting = None
+        self._stopped = False
         parts = urllib.parse.urlsplit(self.url)
         self._board = (_FileBoard(parts.path, self.group)
                        if parts.scheme == 'file' else None)
+
+    @classmethod
+    def from_conf(cls, conf, host=None):
+        """A member configured by ``conf``'s ``[ironic_multi]`` group."""
+        opts = conf.ironic_multi
+        return cls(opts.coordination_url, opts.coordination_group,
+                   opts.membership_timeout, host=host)
 
     def __enter__(self):
         self.start()
@@ -163,19 +194,48 @@ class Membership:
             raise exception.CoordinationUnavailable(
                 url=redact(self.url), reason='%s: %s' % (action, e)) from e
 
-    def start(self):
-        """Connect, start heartbeating and join (creating the group)."""
+    def start(self, timeout=None):
+        """Connect, start heartbeating and join (creating the group).
+
+        :param timeout: seconds to wait for the backend; past them the
+            attempt goes on in the background (some drivers block a minute
+            on an unreachable server) and CoordinationUnavailable is
+            raised.  :attr:`started` tells when it has succeeded.
+        :raises ConfigInvalid: the URL names no usable driver.
+        :raises CoordinationUnavailable: the backend did not answer.
+        """
         try:
             coordinator = coordination.get_coordinator(
                 self.url, self.member_id.encode())
         except (RuntimeError, ImportError, ValueError) as e:
             raise exception.ConfigInvalid(
                 reason='coordination_url %s: %s' % (redact(self.url), e))
+        with self._lock:
+            self._stopped = False
+        if timeout is None:
+            return self._start(coordinator)
+        with self._lock:
+            if self._starting is None or self._starting.done():
+                self._starting = _STARTER.submit(self._start, coordinator)
+            attempt = self._starting
+        try:
+            attempt.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            raise exception.CoordinationUnavailable(
+                url=redact(self.url),
+                reason='no answer within %s s; still trying' % timeout)
+
+    def _start(self, coordinator):
         # Drivers let their client library's errors out of start() (etcd3gw
         # raises its own connection error there): all of them mean the same.
         with self._translated('connecting', errors=(Exception,)):
             coordinator.start(start_heart=True)
-        self._coordinator = coordinator
+        with self._lock:
+            if self._stopped:
+                # stop() came while this attempt was blocked.
+                coordinator.stop()
+                return
+            self._coordinator = coordinator
         try:
             self._join()
             if self._payload is not None:
@@ -189,7 +249,9 @@ class Membership:
 
     def stop(self):
         """Leave the group and stop heartbeating.  Safe to call twice."""
-        coordinator, self._coordinator = self._coordinator, None
+        with self._lock:
+            self._stopped = True
+            coordinator, self._coordinator = self._coordinator, None
         if coordinator is None:
             return
         if self._board is not None:
@@ -253,6 +315,14 @@ class Membership:
             self._join()
             members.add(self.member_id)
         return members
+
+    def lock(self, name):
+        """A tooz lock named ``<group>.<name>``, shared by the group.
+
+        :raises CoordinationUnavailable: not started.
+        """
+        return self._client().get_lock(
+            ('%s.%s' % (self.group, name)).encode())
 
     def publish(self, payload):
         """Publish ``payload`` (a JSON-serialisable dict) to all members.

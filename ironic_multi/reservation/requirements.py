@@ -143,7 +143,7 @@ def _traits(specs, image_properties):
         wanted[value].add(name)
 
     image_traits = image_properties.get('traits_required') or []
-    if isinstance(image_traits, (str, bytes)) or not all(
+    if not isinstance(image_traits, (list, tuple, set, frozenset)) or not all(
             isinstance(name, str) for name in image_traits):
         raise _invalid('traits_required', image_traits,
                        'must be a list of trait names')

@@ -12,220 +12,387 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Reserve a node for an instance: the one entry point of the layer.
+"""The reservation layer's one entry point: a :class:`Reserver` per host.
 
-A :class:`Reserver` joins the coordination group, places the backend's
-shard keys on the ring, keeps the ready pool of the shards it owns, and
-claims in this order, each step only if the previous found nothing free:
+A Reserver joins the coordination group, places the provider's shard keys
+on the ring, keeps the provider's cache of the shards it owns fresh,
+publishes their capacity, and claims and releases nodes.  Everything done
+to a reserved node afterwards (deploy, power, VIFs, tear down) goes
+through it as well, keyed by instance: the virt driver never meets a
+node provider, let alone Ironic.  In the background it refreshes, polls
+the health of its instances' nodes and, when it leads the group, keeps
+house.
 
-1. the ready pool of the owned shards (no Ironic listing);
-2. the shards of the other hosts, ring successors first (a query each);
-3. every node, read fresh (the pool may be stale; new shard keys).
-
-The ring only keeps services out of each other's way; the backend's
+The ring only keeps services out of each other's way; the provider's
 atomic claim is what makes a reservation safe.
 """
 
-import random
 import threading
 import time
 
-from futurist import periodics
 from oslo_log import log as logging
-from stevedore import driver as stevedore_driver
 
-from ironic_multi.conf import CONF
 from ironic_multi import exception
+from ironic_multi.reservation import board
+from ironic_multi.reservation import capacity as capacity_mod
+from ironic_multi.reservation import claims
+from ironic_multi.reservation import health as health_mod
+from ironic_multi.reservation import housekeeper as housekeeper_mod
+from ironic_multi.reservation import leader
+from ironic_multi.reservation import lifecycle
 from ironic_multi.reservation import membership as membership_mod
+from ironic_multi.reservation import providers
+from ironic_multi.reservation.providers import base
 from ironic_multi.reservation import ring as ring_mod
-from ironic_multi.reservation import states
+from ironic_multi.reservation import stats as stats_mod
+from ironic_multi.reservation import throttle as throttle_mod
+from ironic_multi.reservation import worker as worker_mod
 
 LOG = logging.getLogger(__name__)
 
-BACKENDS_NAMESPACE = 'ironic_multi.reservation.backends'
-
-# Reservations in these states hold a node; asking again returns them.
-_HOLDING = frozenset([states.State.CLAIMED, states.State.DEPLOYING,
-                      states.State.ACTIVE])
-
-
-def load_backend(conf=CONF, name=None):
-    """The reservation backend named ``name`` (by default from config)."""
-    name = name or conf.ironic_multi.reservation_backend
-    try:
-        manager = stevedore_driver.DriverManager(
-            BACKENDS_NAMESPACE, name, invoke_on_load=True,
-            invoke_args=(conf,))
-    except stevedore_driver.NoMatches:
-        known = stevedore_driver.ExtensionManager(BACKENDS_NAMESPACE).names()
-        raise exception.BackendNotFound(name=name,
-                                        known=', '.join(sorted(known)))
-    return manager.driver
+_POWER_AFTER = {base.PowerAction.ON: lifecycle.PowerState.ON,
+                base.PowerAction.OFF: lifecycle.PowerState.OFF,
+                base.PowerAction.SOFT_OFF: lifecycle.PowerState.OFF,
+                base.PowerAction.REBOOT: lifecycle.PowerState.ON,
+                base.PowerAction.SOFT_REBOOT: lifecycle.PowerState.ON}
 
 
 class Reserver(object):
-    """Claims and releases nodes for instances on behalf of one host."""
+    """Claims, uses and releases nodes on behalf of one host.
 
-    def __init__(self, conf=CONF, host=None, backend=None, membership=None):
+    :param conf: a ConfigOpts with ironic-multi's options registered.
+    :param host: the compute service host (the stable part of the member
+        id); the machine's host name by default.
+    :param provider: the node provider; loaded by name from ``conf``.
+    :param membership: the coordination group member; made from ``conf``.
+    """
+
+    def __init__(self, conf, host=None, provider=None, membership=None):
         self.conf = conf
-        self._opts = conf.ironic_multi
-        self.backend = backend or load_backend(conf)
-        self.membership = membership or membership_mod.Membership(host=host)
-        self.ring = None
+        self._opts = opts = conf.ironic_multi
+        self.provider = provider or providers.load_provider(conf)
+        self.membership = (membership
+                           or membership_mod.Membership.from_conf(conf, host))
+        self.host = self.membership.host
+        self.stats = stats_mod.Stats()
+        self.capacity = capacity_mod.CapacityBoard(self.membership)
+        self.ring = ring_mod.ShardRing(self.membership, opts.ring_partitions)
+        self._claims = claims.ClaimStrategy(
+            self.provider, self.ring, opts.claim_candidates,
+            opts.claim_timeout, self.stats)
+        self.health = health_mod.HealthPoll(
+            self.provider, self.host, max_age=2 * opts.health_poll_interval)
+        self.throttle = throttle_mod.DeployThrottle(
+            opts.max_concurrent_deploys, opts.deploy_queue_timeout)
+        self.housekeeper = housekeeper_mod.Housekeeper(
+            conf, self.provider, capacity=self.cluster_capacity,
+            stats=self.stats)
+        self.leadership = leader.Leadership(self.membership, 'housekeeper')
+        self.desk = board.Desk(self.host, {
+            'flush': self._serve_flush,
+            'housekeeping': self._serve_housekeeping})
+        self._periodics = []
+        self._extra = {}
         self._worker = None
-        self._worker_thread = None
         self._refresh_lock = threading.Lock()
-
-    @property
-    def api(self):
-        """The IronicAPI of the ``ironic`` backend."""
-        return self.backend.api
+        self._listeners = []
+        self._refreshed_at = None
 
     # -- life -------------------------------------------------------------
 
     def start(self, background=True):
-        """Join the group, read the owned shards, start refreshing."""
-        self.backend.start()
-        self.membership.start()
-        self.ring = ring_mod.ShardRing(self.membership)
+        """Join the group, read the owned shards, start the periodics.
+
+        Bounded by ``membership_timeout`` when the coordination backend
+        does not answer: the service then starts alone, owning every shard
+        (claims stay safe: the provider decides them), and tries to join
+        at every refresh.
+        """
+        self.provider.start()
+        self._join()
         self.refresh()
         if background:
-            self._start_worker()
+            self._worker = worker_mod.Worker('ironic-multi-%s' % self.host)
+            self._worker.add('refresh', self.refresh,
+                             self._opts.pool_refresh_interval)
+            self._worker.add('health poll', self.health.poll,
+                             self._opts.health_poll_interval)
+            self._worker.add('housekeeping', self.housekeep,
+                             self._opts.housekeeping_interval)
+            self._worker.add('operator requests', self.serve_requests,
+                             self._opts.request_poll_interval)
+            for periodic in self._periodics:
+                self._worker.add(*periodic)
+            self._worker.start()
+
+    def add_periodic(self, name, function, interval):
+        """Run ``function()`` every ``interval`` s with the others.
+
+        Only before :meth:`start`; for the virt driver's own periodic work
+        (takeover).
+        """
+        self._periodics.append((name, function, interval))
+
+    def publish_extra(self, **fields):
+        """Publish ``fields`` with the capacity from now on (JSON).
+
+        The virt driver publishes the inventory it reports to placement,
+        for ``ironic-multi-manage capacity``.
+        """
+        self._extra.update(fields)
+
+    def add_request_handler(self, op, handler):
+        """Serve operator requests ``op``; see :class:`~.board.Desk`."""
+        self.desk.handlers[op] = handler
 
     def stop(self):
         if self._worker is not None:
             self._worker.stop()
-            self._worker_thread.join(timeout=10)
-            self._worker = self._worker_thread = None
+            self._worker = None
+        self.leadership.resign()
         self.membership.stop()
-        self.backend.stop()
+        self.provider.stop()
 
-    def _start_worker(self):
-        @periodics.periodic(self._opts.pool_refresh_interval,
-                            run_immediately=False)
-        def refresh_pool():
-            try:
-                self.refresh()
-            except exception.IronicMultiError as e:
-                # The next pass retries; claims still work from the pool
-                # and from fresh queries meanwhile.
-                LOG.warning('Refreshing the ready pool failed: %s', e)
+    def _join(self):
+        try:
+            self.membership.start(timeout=self._opts.membership_timeout)
+        except exception.CoordinationUnavailable as e:
+            LOG.warning('Cannot join the coordination group (%(error)s): '
+                        'host %(host)s goes on alone, owning every shard, '
+                        'and tries again at each refresh. Capacity reported '
+                        'to placement is this host\'s view only until it '
+                        'joins.', {'error': e, 'host': self.host})
 
-        self._worker = periodics.PeriodicWorker([(refresh_pool, (), {})])
-        self._worker_thread = threading.Thread(
-            target=self._worker.start, name='ironic-multi-refresh',
-            daemon=True)
-        self._worker_thread.start()
+    def on_refresh(self, listener):
+        """Call ``listener(reserver)`` after each refresh, in its thread.
+
+        For work that belongs with the refresh and not with a caller's
+        request: the virt driver computes its inventory there.
+        """
+        self._listeners.append(listener)
 
     def refresh(self):
-        """Re-read the ring, refresh the pool, publish capacity.
+        """Re-read the ring, refresh the cache, publish capacity.
 
-        Members and shard keys are read anew; the pool of the owned shards
-        is refreshed and their capacity published to the other members.
+        With the coordination backend down, the last ring is kept and the
+        cache refreshed all the same.
 
-        :returns: the number of node records read from the backend.
+        :returns: the number of node records read from the provider.
         """
         with self._refresh_lock:
-            owned = self.ring.refresh(self.backend.shard_keys())
-            read = self.backend.refresh(owned)
+            keys = self.provider.shard_keys()
+            if not self.membership.started:
+                self._join()
+            try:
+                self.ring.refresh(keys)
+            except exception.CoordinationUnavailable as e:
+                LOG.warning('Keeping the last shard ring: %s', e)
+            read = self.provider.refresh(self.ring.owned())
             owned = self.ring.owned()
-            self.membership.publish({
-                'capacity': self.backend.capacity(owned),
-                'traits': sorted(self.backend.usable_traits(owned))})
+            self._refreshed_at = time.time()
+            self.capacity.publish(
+                self.provider.capacity(owned),
+                self.provider.usable_traits(owned),
+                {'host': self.host, 'stats': self.stats.snapshot(),
+                 'deploys': {'running': self.throttle.running,
+                             'waiting': self.throttle.waiting},
+                 'leads': self.leadership.leading,
+                 'pool': self.provider.describe(),
+                 'answers': self.desk.answers, **self._extra})
+            for listener in self._listeners:
+                listener(self)
         return read
 
-    # -- capacity -----------------------------------------------------------
+    # -- operator requests ------------------------------------------------
+
+    def serve_requests(self):
+        """Run the operator requests addressed to this service."""
+        if self.desk.serve(self.membership.published()):
+            self.capacity.amend(answers=self.desk.answers)
+
+    def _serve_flush(self, request):
+        self.provider.flush()
+        return {'read': self.refresh()}
+
+    def _serve_housekeeping(self, request):
+        report = self.housekeep(dry_run=request['args'].get('dry_run',
+                                                            False))
+        return None if report is None else report.as_dict()
+
+    # -- housekeeping -----------------------------------------------------
+
+    def set_consumers(self, consumers):
+        """Tell the housekeeper how to ask the consumer about instances.
+
+        ``consumers(instance_uuids) -> {uuid: state}``; see
+        :class:`~.housekeeper.Housekeeper`.
+        """
+        self.housekeeper.consumers = consumers
+
+    def housekeep(self, dry_run=False):
+        """A housekeeping pass if this member leads; its report or None."""
+        if not self.leadership.try_lead():
+            LOG.debug('Another member keeps house')
+            return None
+        return self.housekeeper.run(dry_run=dry_run)
+
+    # -- what the cluster has ---------------------------------------------
 
     def owned_shards(self):
         return self.ring.owned()
 
     def local_capacity(self):
         """``{resource_class: {'total': n, 'free': n}}`` of owned shards."""
-        return self.backend.capacity(self.ring.owned())
-
-    def cluster_traits(self):
-        """The traits of usable nodes, over what every member published."""
-        return {trait for payload in self.membership.published().values()
-                for trait in payload.get('traits') or ()}
+        return capacity_mod.total(self.provider.capacity(self.ring.owned()))
 
     def cluster_capacity(self):
-        """The sum of what every live member published."""
-        totals = {}
-        for payload in self.membership.published().values():
-            for rc, counts in (payload.get('capacity') or {}).items():
-                entry = totals.setdefault(rc, {'total': 0, 'free': 0})
-                entry['total'] += counts.get('total', 0)
-                entry['free'] += counts.get('free', 0)
-        return totals
+        """The cluster's capacity as of the last refresh (no round trip)."""
+        return self.capacity.cluster_capacity()
 
-    # -- claims ---------------------------------------------------------------
+    def cluster_traits(self):
+        """The cluster's usable traits as of the last refresh."""
+        return self.capacity.cluster_traits()
+
+    @property
+    def features(self):
+        """The optional features of the node provider."""
+        return self.provider.features
+
+    # -- reservations -----------------------------------------------------
 
     def claim(self, instance_uuid, requirements):
         """Reserve a node matching ``requirements`` for ``instance_uuid``.
 
-        Idempotent: an instance that already holds a node gets it back.
-
-        :raises NoNodeAvailable: nothing matches anywhere.
-        :raises ClaimTimeout: ``claim_timeout`` passed first; no
-            reservation is left behind.
+        See :class:`~.claims.ClaimStrategy`.
         """
-        started = time.monotonic()
-        deadline = started + self._opts.claim_timeout
-        with self.backend.bounded(deadline):
-            return self._claim(instance_uuid, requirements, started,
-                               deadline)
-
-    def _claim(self, instance_uuid, requirements, started, deadline):
-        # No lookup first: the backend's claim is idempotent (Ironic names
-        # the instance in its conflict), so only a claim that found no
-        # node pays for asking whether the instance holds one already.
-        tried = set()
-        for stage, candidates in self._candidates(requirements):
-            fresh = [n for n in candidates if n['uuid'] not in tried]
-            random.shuffle(fresh)  # racing services pick different nodes
-            size = self._opts.claim_candidates
-            for start in range(0, len(fresh), size):
-                if time.monotonic() >= deadline:
-                    raise exception.ClaimTimeout(
-                        instance=instance_uuid,
-                        timeout=self._opts.claim_timeout)
-                batch = fresh[start:start + size]
-                try:
-                    reservation = self.backend.claim(
-                        batch, instance_uuid, requirements, deadline)
-                except exception.NodeAlreadyClaimed as e:
-                    LOG.debug('Claim for %(instance)s lost a race in '
-                              '%(stage)s: %(error)s',
-                              {'instance': instance_uuid, 'stage': stage,
-                               'error': e})
-                    tried.update(n['uuid'] for n in batch)
-                    continue
-                LOG.info('Reserved node %(node)s for instance %(instance)s '
-                         'from %(stage)s in %(seconds).3f s',
-                         {'node': reservation.node_uuid,
-                          'instance': instance_uuid, 'stage': stage,
-                          'seconds': time.monotonic() - started})
-                return reservation
-        existing = self.backend.lookup(instance_uuid)
-        if existing is not None and existing.state in _HOLDING:
-            return existing
-        raise exception.NoNodeAvailable(instance=instance_uuid,
-                                        requirements=requirements.describe())
-
-    def _candidates(self, requirements):
-        """``(stage, nodes)`` in the order the class docstring gives."""
-        owned = self.ring.owned()
-        yield 'the ready pool', self.backend.ready_nodes(requirements, owned)
-        for host in self.ring.successors(self.ring.host):
-            shards = self.ring.owned_by(host)
-            if shards:
-                yield ('shards of %s' % host,
-                       self.backend.search(requirements, shards))
-        yield 'all nodes', self.backend.search(requirements, None)
+        return self._claims.claim(instance_uuid, requirements)
 
     def release(self, instance_uuid):
-        """Release the node of ``instance_uuid``; idempotent."""
-        return self.backend.release(instance_uuid)
+        """Release the node of ``instance_uuid``; idempotent.
+
+        Never a node that another host has adopted since.
+        """
+        reservation = self.provider.lookup(instance_uuid)
+        if reservation is not None and not self._ours(reservation):
+            return None
+        return self.provider.release(instance_uuid)
 
     def lookup(self, instance_uuid):
-        return self.backend.lookup(instance_uuid)
+        """The reservation of ``instance_uuid``, or None."""
+        return self.provider.lookup(instance_uuid)
+
+    def instances(self):
+        """``{instance_uuid: reservation}`` of this host's instances."""
+        return self.provider.instances(self.host)
+
+    def _ours(self, reservation):
+        # A service that comes back after another adopted its instances
+        # must leave them alone.
+        if reservation.host in (None, self.host):
+            return True
+        LOG.warning('Instance %(instance)s belongs to host %(owner)s now; '
+                    '%(host)s leaves it alone',
+                    {'instance': reservation.instance_uuid,
+                     'owner': reservation.host, 'host': self.host})
+        return False
+
+    def _held(self, instance_uuid):
+        reservation = self.provider.lookup(instance_uuid)
+        if (reservation is None or reservation.node_uuid is None
+                or not self._ours(reservation)):
+            raise exception.ReservationNotFound(instance=instance_uuid)
+        return reservation
+
+    # -- what is done to a reserved node ---------------------------------
+
+    def deploy(self, reservation, deployment, should_stop=None):
+        """Deploy the claimed node of ``reservation``; wait for it.
+
+        Waits for a turn first (``max_concurrent_deploys``).  A failure is
+        marked on the node: it cools down, and the housekeeper
+        quarantines it after repeated failures.
+        """
+        reservation.moved_to(lifecycle.State.DEPLOYING)
+        with self.throttle.turn('deploy of %s' % reservation.instance_uuid):
+            started = time.monotonic()
+            try:
+                deployed = self.provider.deploy(reservation, deployment,
+                                                should_stop)
+            except exception.DeployFailed as e:
+                self.stats.count('deploy failures')
+                self._mark_failure(reservation.node_uuid, e)
+                raise
+        self.stats.observe('deploy', time.monotonic() - started)
+        self.provider.clear_failures(reservation.node_uuid)
+        return deployed
+
+    def _mark_failure(self, node_uuid, error):
+        try:
+            self.provider.record_failure(node_uuid, str(error))
+        except exception.IronicMultiError as e:
+            LOG.warning('Could not mark the failure of node %(node)s: '
+                        '%(error)s', {'node': node_uuid, 'error': e})
+
+    def teardown(self, instance_uuid, vifs=()):
+        """Undo the deploy of ``instance_uuid``, if it holds a node here.
+
+        :returns: the reservation, or None when it holds none (or one that
+            another host adopted).
+        """
+        reservation = self.provider.lookup(instance_uuid)
+        if (reservation is None or reservation.node_uuid is None
+                or not self._ours(reservation)):
+            return None
+        try:
+            self.provider.teardown(reservation, vifs)
+        except exception.TeardownFailed as e:
+            self._mark_failure(reservation.node_uuid, e)
+            raise
+        return reservation
+
+    def rebuild(self, instance_uuid, deployment):
+        reservation = self._held(instance_uuid)
+        reservation.moved_to(lifecycle.State.DEPLOYING)
+        with self.throttle.turn('rebuild of %s' % instance_uuid):
+            self.provider.rebuild(reservation, deployment)
+
+    def power(self, instance_uuid, action, timeout=None):
+        self.provider.power(self._held(instance_uuid), action, timeout)
+        self.health.expect(instance_uuid, _POWER_AFTER[action])
+
+    def power_state(self, instance_uuid):
+        """The power of the instance's node; None without a node.
+
+        From the health poll when it is fresh, else from the provider.
+        """
+        found = self.health.latest(instance_uuid)
+        if found is not None:
+            return found.power_state
+        reservation = self.provider.lookup(instance_uuid)
+        return None if reservation is None else reservation.power_state
+
+    def attach_vif(self, instance_uuid, vif_id):
+        self.provider.attach_vif(self._held(instance_uuid), vif_id)
+
+    def detach_vif(self, instance_uuid, vif_id):
+        reservation = self.provider.lookup(instance_uuid)
+        if (reservation is not None and reservation.node_uuid is not None
+                and self._ours(reservation)):
+            self.provider.detach_vif(reservation, vif_id)
+
+    def adopt(self, instance_uuid):
+        """Make this host the owner of an instance (a takeover).
+
+        :returns: the reservation as it was before.
+        :raises ReservationNotFound: the instance holds no node.
+        """
+        reservation = self.provider.lookup(instance_uuid)
+        if reservation is None or reservation.node_uuid is None:
+            raise exception.ReservationNotFound(instance=instance_uuid)
+        self.provider.mark_host(reservation, self.host)
+        LOG.info('Host %(host)s adopted instance %(instance)s (node '
+                 '%(node)s) from %(previous)s',
+                 {'host': self.host, 'instance': instance_uuid,
+                  'node': reservation.node_uuid,
+                  'previous': reservation.host})
+        return reservation

@@ -23,37 +23,12 @@ Ownership is a preference that keeps services out of each other's way; the
 claim in Ironic is what makes a reservation safe.
 """
 
-import hashlib
-
 from oslo_log import log as logging
 from tooz import hashring
 
-from ironic_multi import conf
 from ironic_multi.reservation import membership as membership_mod
 
 LOG = logging.getLogger(__name__)
-CONF = conf.CONF
-
-FALLBACK_PREFIX = 'ironic-multi-'
-
-
-def fallback_shard_name(index):
-    """Name of the virtual shard key number ``index``."""
-    return '%s%d' % (FALLBACK_PREFIX, index)
-
-
-def fallback_shard(node_uuid, count=None):
-    """Virtual shard key of a node that has none: a hash of its UUID.
-
-    The same on every host and Python version (unlike ``hash()``), so the
-    operator CLI can write it to Ironic as the node's real shard key.
-
-    :param count: number of virtual keys;
-        ``[ironic_multi]fallback_shard_count`` by default.
-    """
-    count = count or CONF.ironic_multi.fallback_shard_count
-    digest = hashlib.sha256(str(node_uuid).strip().lower().encode()).digest()
-    return fallback_shard_name(int.from_bytes(digest[:8], 'big') % count)
 
 
 def _names(keys):
@@ -68,16 +43,18 @@ class ShardRing:
 
     :param membership: a started :class:`~.membership.Membership` (anything
         with ``member_id`` and ``members()``).
-    :param partitions: points of each host on the ring;
-        ``[ironic_multi]ring_partitions`` by default.
+    :param partitions: points of each host on the ring
+        (``[ironic_multi]ring_partitions``).
     """
 
-    def __init__(self, membership, partitions=None):
+    def __init__(self, membership, partitions):
         self._membership = membership
-        self._partitions = partitions or CONF.ironic_multi.ring_partitions
+        self._partitions = partitions
         self.host = membership_mod.host_of(membership.member_id)
         self.hosts = frozenset()
         self._ring = None
+        self._alone = hashring.HashRing({self.host},
+                                        partitions=partitions)
         self._keys = frozenset()
         self._owned = None
 
@@ -86,10 +63,14 @@ class ShardRing:
 
         :param shard_keys: every shard key there is; remembered, and used
             whenever a call gives no keys.
-        :raises CoordinationUnavailable: the ring stays as it was.
+        :raises CoordinationUnavailable: the ring stays as it was, but the
+            keys are remembered.
         """
+        if shard_keys is not None:
+            self._keys = frozenset(shard_keys)
         hosts = frozenset(membership_mod.host_of(m)
-                          for m in self._membership.members())
+                          for m in self._membership.members()
+                          if not membership_mod.is_operator(m))
         if hosts != self.hosts:
             if self._ring is not None:
                 LOG.info('Shard ring hosts changed: joined %(joined)s, '
@@ -99,8 +80,6 @@ class ShardRing:
                           'count': len(hosts)})
             self._ring = hashring.HashRing(hosts, partitions=self._partitions)
             self.hosts = hosts
-        if shard_keys is not None:
-            self._keys = frozenset(shard_keys)
         owned = self.owned()
         if owned != self._owned:
             LOG.info('Host %(host)s owns %(count)d of %(total)d shard keys: '
@@ -118,9 +97,10 @@ class ShardRing:
         return owned
 
     def _current(self):
-        if self._ring is None:
-            self.refresh()
-        return self._ring
+        # No member list yet (the coordination backend has not answered):
+        # alone, this host owns every key.  Claims are safe anyway;
+        # ownership only spreads the work.
+        return self._alone if self._ring is None else self._ring
 
     def owner(self, shard_key):
         """The host that owns ``shard_key``."""

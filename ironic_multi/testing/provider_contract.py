@@ -12,15 +12,15 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The one test suite every reservation backend passes.
+"""The one contract suite every node provider passes (pytest).
 
 As tooz runs one ``TestAPI`` against every coordination driver, each
-backend's test module subclasses :class:`BackendSuite` and provides a
-``harness`` fixture: a small object that knows how to make nodes in that
-backend's source of truth.  The suite then speaks only the
-:class:`~ironic_multi.reservation.backends.base.Backend` API.  Behaviour
-that is not in that API (``set_state``) is tested when the backend has it
-and skipped otherwise.
+provider's test module subclasses :class:`ProviderContract` and provides
+a ``harness`` fixture: a small object that knows how to make nodes in that
+provider's source of truth.  The suite then speaks only the
+:class:`~ironic_multi.reservation.providers.base.NodeProvider` API.  What a
+provider does not declare in its ``features`` is skipped, through
+:func:`requires` and nothing else.
 
 A harness provides:
 
@@ -28,17 +28,30 @@ A harness provides:
 shard=None, owner=None)``
     Create ``count`` free nodes (available, powered off, unreserved) with
     these attributes; return their UUIDs in creation order.
-``backend()``
-    A NEW, started backend object on the same source, every call: what a
-    restarted service would build.
+``provider()``
+    A NEW, started provider object on the same source, every call: what a
+    restarted service would build.  Its power actions must work (for the
+    static provider: configure a power command).
 ``snapshot()``
-    A comparable picture of everything a claim or a release may change in
-    the source (for Ironic: the harness's nodes as the API shows them).
+    A comparable picture of everything a claim, a deploy or a release may
+    change in the source (for Ironic: the nodes as the API shows them).
 
 Every test puts its nodes in shard keys of its own, and only ever asks
 about those, so that the suite also runs against a shared Ironic.
+
+An out-of-tree provider runs it like this::
+
+    from ironic_multi.testing import provider_contract
+
+    @pytest.fixture
+    def harness(tmp_path):
+        return MyHarness(tmp_path)
+
+    class TestMyProvider(provider_contract.ProviderContract):
+        pass
 """
 
+import functools
 import threading
 import time
 
@@ -46,8 +59,9 @@ from oslo_utils import uuidutils
 import pytest
 
 from ironic_multi import exception
+from ironic_multi.reservation import lifecycle
+from ironic_multi.reservation.providers import base
 from ironic_multi.reservation import requirements as reqs
-from ironic_multi.reservation import states
 
 GOLD = 'baremetal-gold'
 SILVER = 'baremetal-silver'
@@ -74,8 +88,32 @@ def new_instance():
     return uuidutils.generate_uuid()
 
 
-class BackendSuite(object):
-    """Tests of the backend contract; mix into a ``Test*`` class."""
+def requires(*features):
+    """Skip the test unless the provider declares every one of ``features``.
+
+    The one way a contract test is skipped.
+    """
+    def decorate(test):
+        @functools.wraps(test)
+        def run(self, *args, **kwargs):
+            missing = set(features) - set(self.provider.features)
+            if missing:
+                pytest.skip('the %s provider does not declare %s' % (
+                    self.provider.name, ', '.join(sorted(map(str, missing)))))
+            return test(self, *args, **kwargs)
+        return run
+    return decorate
+
+
+def deployment(instance_uuid, host='contract-host'):
+    return base.Deployment(
+        instance_uuid=instance_uuid, host=host,
+        image_source='http://images.example.com/contract.qcow2',
+        instance_info={'root_gb': '10'})
+
+
+class ProviderContract(object):
+    """Tests of the provider contract; mix into a ``Test*`` class."""
 
     @pytest.fixture(autouse=True)
     def _suite_setup(self, harness):
@@ -83,7 +121,7 @@ class BackendSuite(object):
         tag = uuidutils.generate_uuid()[:8]
         self.shard = 'suite-%s' % tag
         self.other_shard = 'suite-%s-other' % tag
-        self.backend = harness.backend()
+        self.provider = harness.provider()
 
     # -- helpers ------------------------------------------------------------
 
@@ -94,29 +132,39 @@ class BackendSuite(object):
             properties=dict(PROPERTIES, **(properties or {})),
             shard=shard or self.shard, **attributes)
 
-    def ready(self, requirements=None, shards=None, backend=None):
-        """Node dicts the backend offers, after a refresh."""
-        backend = backend or self.backend
+    def ready(self, requirements=None, shards=None, provider=None):
+        """Node dicts the provider offers, after a refresh."""
+        provider = provider or self.provider
         shards = frozenset(shards or [self.shard])
-        backend.refresh(shards)
-        return backend.ready_nodes(requirements or request(), shards)
+        provider.refresh(shards)
+        return provider.ready_nodes(requirements or request(), shards)
 
     def ready_uuids(self, *args, **kwargs):
         return {node['uuid'] for node in self.ready(*args, **kwargs)}
 
     def claim(self, instance_uuid, candidates=None, requirements=None,
-              backend=None):
-        backend = backend or self.backend
+              provider=None):
+        provider = provider or self.provider
         requirements = requirements or request()
         if candidates is None:
-            candidates = self.ready(requirements, backend=backend)
-        return backend.claim(candidates, instance_uuid, requirements,
-                             time.monotonic() + DEADLINE)
+            candidates = self.ready(requirements, provider=provider)
+        return provider.claim(candidates, instance_uuid, requirements,
+                              time.monotonic() + DEADLINE)
 
-    def held(self, instances, backend=None):
+    @staticmethod
+    def eventually(read, expected, timeout=DEADLINE):
+        """``read()`` once it returns ``expected``, or at ``timeout``."""
+        deadline = time.monotonic() + timeout
+        value = read()
+        while value != expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+            value = read()
+        return value
+
+    def held(self, instances, provider=None):
         """``{instance: node}`` of ``instances`` per reservations()."""
-        backend = backend or self.backend
-        return {r.instance_uuid: r.node_uuid for r in backend.reservations()
+        provider = provider or self.provider
+        return {r.instance_uuid: r.node_uuid for r in provider.reservations()
                 if r.instance_uuid in instances}
 
     # -- claiming -----------------------------------------------------------
@@ -130,10 +178,10 @@ class BackendSuite(object):
 
         assert reservation.instance_uuid == instance
         assert reservation.node_uuid in gold
-        assert reservation.state == states.State.CLAIMED
+        assert reservation.state == lifecycle.State.CLAIMED
         assert reservation.shard == self.shard
         assert reservation.resource_class == GOLD
-        assert self.backend.lookup(instance) == reservation
+        assert self.provider.lookup(instance) == reservation
         assert reservation.node_uuid not in self.ready_uuids()
 
     def test_requirements_exclude_non_matching_nodes(self):
@@ -228,8 +276,8 @@ class BackendSuite(object):
 
         with pytest.raises(exception.NodeAlreadyClaimed):
             self.claim(loser, candidates=candidates)
-        assert self.backend.lookup(loser) is None
-        assert self.backend.lookup(holder).node_uuid == (
+        assert self.provider.lookup(loser) is None
+        assert self.provider.lookup(holder).node_uuid == (
             candidates[0]['uuid'])
 
     # -- releasing ----------------------------------------------------------
@@ -240,19 +288,19 @@ class BackendSuite(object):
         reservation = self.claim(instance)
         assert reservation.node_uuid not in self.ready_uuids()
 
-        released = self.backend.release(instance)
+        released = self.provider.release(instance)
 
         assert released.instance_uuid == instance
         assert released.node_uuid == reservation.node_uuid
-        assert released.state == states.State.RELEASED
-        assert self.backend.lookup(instance) is None
+        assert released.state == lifecycle.State.RELEASED
+        assert self.provider.lookup(instance) is None
         assert reservation.node_uuid in self.ready_uuids()
-        assert self.backend.release(instance) is None
+        assert self.provider.release(instance) is None
         assert len(self.ready()) == 2
 
     def test_release_of_unknown_instance_returns_none(self):
         self.add_nodes(1)
-        assert self.backend.release(new_instance()) is None
+        assert self.provider.release(new_instance()) is None
         assert len(self.ready()) == 1
 
     def test_release_never_frees_another_instances_node(self):
@@ -261,11 +309,11 @@ class BackendSuite(object):
         kept = self.claim(first)
         freed = self.claim(second)
 
-        assert self.backend.release(new_instance()) is None
-        self.backend.release(second)
-        self.backend.release(second)
+        assert self.provider.release(new_instance()) is None
+        self.provider.release(second)
+        self.provider.release(second)
 
-        assert self.backend.lookup(first) == kept
+        assert self.provider.lookup(first) == kept
         assert self.ready_uuids() == {freed.node_uuid}
         assert self.held({first, second}) == {first: kept.node_uuid}
 
@@ -276,17 +324,17 @@ class BackendSuite(object):
         instance = new_instance()
         reservation = self.claim(instance)
 
-        restarted = self.harness.backend()
+        restarted = self.harness.provider()
 
-        assert restarted is not self.backend
+        assert restarted is not self.provider
         assert restarted.lookup(instance) == reservation
         assert self.held({instance}, restarted) == {
             instance: reservation.node_uuid}
         assert reservation.node_uuid not in self.ready_uuids(
-            backend=restarted)
+            provider=restarted)
         # What one object did, another can undo.
         assert restarted.release(instance).node_uuid == reservation.node_uuid
-        assert self.backend.lookup(instance) is None
+        assert self.provider.lookup(instance) is None
 
     def test_ready_nodes_filters_by_shard(self):
         here = set(self.add_nodes(2))
@@ -298,8 +346,8 @@ class BackendSuite(object):
             shards=[self.shard, self.other_shard]) == here | there
         assert self.ready_uuids(shards=[self.shard + '-none']) == set()
         for node in self.ready(shards=[self.other_shard]):
-            assert self.backend.shard_of(node) == self.other_shard
-        keys = self.backend.shard_keys()
+            assert self.provider.shard_of(node) == self.other_shard
+        keys = self.provider.shard_keys()
         assert keys.get(self.shard) == 2
         assert keys.get(self.other_shard) == 3
 
@@ -315,10 +363,10 @@ class BackendSuite(object):
             self.claim(b, candidates=candidates)
             with pytest.raises(exception.NodeAlreadyClaimed):
                 self.claim(c, candidates=candidates)
-            self.backend.release(a)
-            self.backend.release(a)
-            self.backend.release(b)
-            self.backend.release(c)
+            self.provider.release(a)
+            self.provider.release(a)
+            self.provider.release(b)
+            self.provider.release(c)
 
         assert self.harness.snapshot() == before
         assert self.held({a, b, c}) == {}
@@ -330,36 +378,185 @@ class BackendSuite(object):
         assert self.held({a, b}) == {}
 
         ra, rb = self.claim(a), self.claim(b)
-        listed = [r for r in self.backend.reservations()
+        listed = [r for r in self.provider.reservations()
                   if r.instance_uuid in (a, b)]
         assert len(listed) == 2
         assert set(listed) == {ra, rb}
 
-        self.backend.release(a)
+        self.provider.release(a)
         assert self.held({a, b}) == {b: rb.node_uuid}
 
-    # -- lifecycle (backends with set_state) ---------------------------------
+    # -- lifecycle -------------------------------------------------------
 
+    @requires(base.Feature.SET_STATE)
     def test_lifecycle_states_are_kept_in_the_source(self):
-        if not hasattr(self.backend, 'set_state'):
-            pytest.skip('%s has no set_state' % type(self.backend).__name__)
         self.add_nodes(1)
         instance = new_instance()
         self.claim(instance)
 
-        self.backend.set_state(instance, states.State.DEPLOYING)
-        active = self.backend.set_state(instance, states.State.ACTIVE)
-        assert active.state == states.State.ACTIVE
+        self.provider.set_state(instance, lifecycle.State.DEPLOYING)
+        active = self.provider.set_state(instance, lifecycle.State.ACTIVE)
+        assert active.state == lifecycle.State.ACTIVE
         # Retried calls stay idempotent.
-        assert self.backend.set_state(instance, states.State.ACTIVE) == active
+        assert self.provider.set_state(instance,
+                                       lifecycle.State.ACTIVE) == active
 
-        restarted = self.harness.backend()
+        restarted = self.harness.provider()
         assert restarted.lookup(instance) == active
         with pytest.raises(exception.InvalidStateTransition):
-            restarted.set_state(instance, states.State.CLAIMED)
+            restarted.set_state(instance, lifecycle.State.CLAIMED)
         assert restarted.lookup(instance) == active
         assert self.ready_uuids() == set()
 
         released = restarted.release(instance)
-        assert released.state == states.State.RELEASED
+        assert released.state == lifecycle.State.RELEASED
         assert self.ready_uuids() == {active.node_uuid}
+
+    # -- what is done to a reserved node ---------------------------------
+
+    def deployed(self, host='contract-host'):
+        """A free node claimed and deployed: ``(instance, reservation)``."""
+        instance = new_instance()
+        reservation = self.claim(instance)
+        deployed = self.provider.deploy(reservation,
+                                        deployment(instance, host))
+        return instance, deployed
+
+    def test_deploy_teardown_release_leave_source_unchanged(self):
+        self.add_nodes(1)
+        before = self.harness.snapshot()
+        instance, deployed = self.deployed()
+
+        assert deployed.state == lifecycle.State.ACTIVE
+        found = self.provider.lookup(instance)
+        assert found.state == lifecycle.State.ACTIVE
+        assert found.host == 'contract-host'
+        assert found.node_uuid == deployed.node_uuid
+
+        self.provider.teardown(found)
+        self.provider.teardown(found)  # idempotent
+        # Ironic's tear down ends the claim too: release may find nothing.
+        self.provider.release(instance)
+        assert self.provider.lookup(instance) is None
+        # A node may still be cleaning after its tear down: give it time.
+        assert self.eventually(self.harness.snapshot, before) == before
+        assert len(self.ready()) == 1
+
+    def test_instances_of_a_host(self):
+        self.add_nodes(3)
+        here, on_here = self.deployed('contract-host-a')
+        there, on_there = self.deployed('contract-host-b')
+        claimed_only = new_instance()
+        self.claim(claimed_only)
+
+        mine = self.provider.instances('contract-host-a')
+        assert set(mine) & {here, there, claimed_only} == {here}
+        assert mine[here].node_uuid == on_here.node_uuid
+        theirs = self.harness.provider().instances('contract-host-b')
+        assert set(theirs) & {here, there, claimed_only} == {there}
+
+    def test_power_actions_are_recorded(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed()
+
+        self.provider.power(deployed, base.PowerAction.OFF)
+        assert self.provider.lookup(instance).power_state == (
+            lifecycle.PowerState.OFF)
+        self.provider.power(deployed, base.PowerAction.ON)
+        assert self.provider.lookup(instance).power_state == (
+            lifecycle.PowerState.ON)
+        self.provider.power(deployed, base.PowerAction.REBOOT)
+        assert self.provider.lookup(instance).power_state == (
+            lifecycle.PowerState.ON)
+        # A soft action falls back to its hard one when the node cannot.
+        self.provider.power(deployed, base.PowerAction.SOFT_OFF, timeout=5)
+        assert self.provider.lookup(instance).power_state == (
+            lifecycle.PowerState.OFF)
+
+    def test_health_of_healthy_and_released_nodes(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed()
+        healthy = self.provider.health([deployed])[instance]
+        assert healthy.problem is None
+        assert healthy.node_uuid == deployed.node_uuid
+
+        self.provider.teardown(deployed)
+        self.provider.release(instance)
+        gone = self.provider.health([deployed])[instance]
+        assert gone.problem is not None
+
+    @requires(base.Feature.REBUILD)
+    def test_rebuild_keeps_the_node(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed()
+        self.provider.rebuild(deployed, deployment(instance))
+        found = self.provider.lookup(instance)
+        assert found.node_uuid == deployed.node_uuid
+        assert found.state == lifecycle.State.ACTIVE
+
+    def test_what_is_not_declared_is_not_supported(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed()
+        undeclared = {
+            base.Feature.REBUILD: lambda: self.provider.rebuild(
+                deployed, deployment(instance)),
+            base.Feature.VIFS: lambda: self.provider.attach_vif(
+                deployed, new_instance()),
+        }
+        for feature, call in undeclared.items():
+            if feature not in self.provider.features:
+                with pytest.raises(exception.NotSupported):
+                    call()
+        assert self.provider.lookup(instance).state == (
+            lifecycle.State.ACTIVE)
+
+    # -- failures and quarantine -----------------------------------------
+
+    def troubled(self, node_uuid, provider=None):
+        provider = provider or self.provider
+        return next((t for t in provider.troubled_nodes()
+                     if t.node_uuid == node_uuid), None)
+
+    def test_a_failed_node_cools_down_and_is_remembered(self):
+        failing, other = self.add_nodes(2)
+        assert self.troubled(failing) is None
+
+        self.provider.record_failure(failing, 'deploy failed: no image')
+        self.provider.record_failure(failing, 'deploy failed: again')
+
+        assert self.ready_uuids() == {other}
+        found = self.troubled(failing, self.harness.provider())
+        assert found.failures == 2
+        assert found.reason == 'deploy failed: again'
+        assert found.quarantined_at is None
+        self.provider.clear_failures(failing)
+        assert self.troubled(failing) is None
+        assert self.ready_uuids() == {failing, other}
+
+    def test_quarantine_takes_a_node_out_until_returned(self):
+        node, other = self.add_nodes(2)
+        before = self.harness.snapshot()
+
+        self.provider.quarantine(node, 'deploy failed three times')
+
+        assert self.ready_uuids() == {other}
+        found = self.troubled(node, self.harness.provider())
+        assert found.quarantined_at is not None
+        assert found.reason == 'deploy failed three times'
+        assert self.provider.capacity([self.shard])[self.shard][GOLD] == {
+            'total': 1, 'free': 1}
+        self.provider.unquarantine(node)
+        assert self.troubled(node) is None
+        assert self.ready_uuids() == {node, other}
+        assert self.eventually(self.harness.snapshot, before) == before
+
+    def test_mark_host_moves_an_instance(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed('contract-host-old')
+
+        self.provider.mark_host(deployed, 'contract-host-new')
+
+        assert instance not in self.provider.instances('contract-host-old')
+        moved = self.provider.instances('contract-host-new')[instance]
+        assert moved.node_uuid == deployed.node_uuid
+        assert moved.state == lifecycle.State.ACTIVE

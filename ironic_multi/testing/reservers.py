@@ -17,7 +17,6 @@
 from oslo_config import cfg
 
 from ironic_multi import conf as im_conf
-from ironic_multi.reservation import membership
 from ironic_multi.reservation import reserver as reserver_mod
 
 
@@ -53,8 +52,4 @@ def build_reserver(endpoint, host, conf=None, **overrides):
     """
     if conf is None:
         conf = make_conf(endpoint, **overrides)
-    opts = conf.ironic_multi
-    member = membership.Membership(
-        url=opts.coordination_url, group=opts.coordination_group,
-        timeout=opts.membership_timeout, host=host)
-    return reserver_mod.Reserver(conf, host=host, membership=member)
+    return reserver_mod.Reserver(conf, host=host)

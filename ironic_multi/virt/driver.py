@@ -15,22 +15,23 @@
 """IronicMultiDriver: one compute node per service, nodes reserved at spawn.
 
 Nova sees one compute node per service (named after the host) whose
-inventory is the capacity of the whole Ironic cluster.  The scheduler picks
-a service; at spawn the service reserves a matching node through the
+inventory is the capacity of the whole cluster.  The scheduler picks a
+service; at spawn the service reserves a matching node through the
 reservation layer, deploys it, and releases it on destroy.  This class only
-maps Nova's calls onto the modules that do the work:
+maps Nova's calls onto the reservation layer and the modules that speak
+Nova:
 
 - ``host``: the compute node's name, stable UUID and resource dict;
 - ``capacity``: inventory and traits reported to placement;
-- ``instances``: which node serves which instance, power states;
-- ``deploy``: instance_info, VIFs, validation, config drive, provisioning
-  and tear down, with bounded waits;
-- ``power``: power on, off and reboot;
+- ``metadata``: requirements and the deployment of an instance;
+- ``instances``: this service's instances and their power states;
+- ``errors``: our errors as the Nova exceptions the manager expects;
 - ``unsupported``: what bare metal cannot do.
 """
 
 from nova import block_device
 from nova.compute import task_states
+from nova.compute import vm_states
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
@@ -38,18 +39,21 @@ from nova.virt import driver as virt_driver
 from nova.virt import hardware
 from oslo_log import log as logging
 
-from ironic_multi.conf import CONF
+from ironic_multi import conf
 from ironic_multi import exception
+from ironic_multi.reservation.providers import base
 from ironic_multi.reservation import reserver as reserver_mod
 from ironic_multi.virt import capacity
-from ironic_multi.virt import deploy
+from ironic_multi.virt import errors
 from ironic_multi.virt import host as host_mod
 from ironic_multi.virt import instances
 from ironic_multi.virt import metadata
-from ironic_multi.virt import power
 from ironic_multi.virt import unsupported
 
 LOG = logging.getLogger(__name__)
+CONF = conf.CONF
+# nova-compute imports this module after Nova registered its own options.
+conf.register_opts(CONF)
 
 
 class IronicMultiDriver(unsupported.UnsupportedMixin,
@@ -72,7 +76,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         # Nova's test services share one CONF: remember our host now.
         self._host = CONF.host
         self._reserver = reserver
-        self._parts = None
+        self._instances = None
 
     # -- life cycle ---------------------------------------------------------
 
@@ -81,17 +85,18 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         if self._reserver is None:
             # The member id of the coordination group is per host: Nova's
             # test services share one process.
-            self._reserver = reserver_mod.Reserver(conf=CONF, host=host)
+            self._reserver = reserver_mod.Reserver(CONF, host=host)
         self._reserver.start()
-        api = self._reserver.api
-        self._parts = {
-            'nodes': instances.InstanceNodes(api, host),
-            'deployer': deploy.Deployer(api),
-            'power': power.PowerControl(api),
-        }
+        self._instances = instances.LocalInstances(self._reserver)
+        # What the node provider cannot do, Nova must not offer.
+        self.capabilities = dict(
+            self.capabilities,
+            supports_attach_interface=(
+                base.Feature.VIFS in self._reserver.features))
         LOG.info('ironic-multi driver started on host %(host)s (compute '
-                 'node %(uuid)s)', {'host': host,
-                                    'uuid': host_mod.compute_node_uuid(host)})
+                 'node %(uuid)s, %(provider)s node provider)',
+                 {'host': host, 'uuid': host_mod.compute_node_uuid(host),
+                  'provider': self._reserver.provider.name})
 
     def cleanup_host(self, host):
         if self._reserver is not None:
@@ -102,10 +107,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         """The Reserver of this service (None before init_host)."""
         return self._reserver
 
-    def _part(self, name):
-        if self._parts is None:
+    def _local(self):
+        if self._instances is None:
             raise nova_exception.VirtDriverNotReady()
-        return self._parts[name]
+        return self._instances
 
     # -- the compute node -------------------------------------------------
 
@@ -122,32 +127,21 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         return host_mod.available_resource(self._host)
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
-        # The Reserver publishes this service's node counts itself, each
-        # time it refreshes its ready pool.  When a source cannot be read,
-        # placement keeps what it has: better than a guess.
-        try:
-            provider_tree.update_inventory(nodename, self._inventory())
-        except exception.IronicMultiError as e:
-            LOG.warning('Cannot update the inventory of %(node)s: %(error)s',
-                        {'node': nodename, 'error': e})
-        try:
-            traits = capacity.provider_traits(
-                provider_tree.data(nodename).traits,
-                self._reserver.cluster_traits())
-            provider_tree.update_traits(nodename, traits)
-        except exception.IronicMultiError as e:
-            LOG.warning('Cannot update the traits of %(node)s: %(error)s',
-                        {'node': nodename, 'error': e})
-
-    def _inventory(self):
+        # The Reserver publishes and sums capacity in its periodic refresh;
+        # here, under the resource tracker's lock, only its last sum is
+        # read.
         used = capacity.used_by_flavors(
             capacity.flavors_on_host(self._host))
-        return capacity.inventory(self._reserver.cluster_capacity(), used)
+        provider_tree.update_inventory(nodename, capacity.inventory(
+            self._reserver.cluster_capacity(), used))
+        provider_tree.update_traits(nodename, capacity.provider_traits(
+            provider_tree.data(nodename).traits,
+            self._reserver.cluster_traits()))
 
     # -- instances ----------------------------------------------------------
 
     def list_instance_uuids(self):
-        return sorted(self._part('nodes').local())
+        return sorted(self._local().list())
 
     def list_instances(self):
         uuids = self.list_instance_uuids()
@@ -162,10 +156,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         return len(self.list_instance_uuids())
 
     def instance_exists(self, instance):
-        return self._part('nodes').find(instance.uuid) is not None
+        return self._reserver.lookup(instance.uuid) is not None
 
     def get_info(self, instance, use_cache=True):
-        return hardware.InstanceInfo(state=self._part('nodes').power_state(
+        return hardware.InstanceInfo(state=self._local().power_state(
             instance.uuid, use_cache=use_cache))
 
     # -- spawn and destroy ----------------------------------------------------
@@ -181,16 +175,20 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 instance_uuid=instance.uuid,
                 reason='booting bare metal from a volume is not supported')
         reservation = self._claim(instance, reqs)
-        node = reservation.node_uuid
+        deployment = metadata.deployment_for(
+            instance, image_meta, reqs, self._host, network_info,
+            admin_password, injected_files)
         try:
-            self._part('deployer').deploy(
-                node, instance, image_meta, reqs, self._host, network_info,
-                admin_password, injected_files)
-        except nova_exception.InstanceTerminationFailure as e:
+            self._reserver.deploy(reservation, deployment,
+                                  should_stop=lambda: _check_alive(instance))
+        except exception.TeardownFailed as e:
             # The node may still hold the instance: keep it associated
             # (deleting the instance tears it down) and do not reschedule.
-            raise nova_exception.BuildAbortException(
-                instance_uuid=instance.uuid, reason=str(e))
+            raise errors.build_abort(instance.uuid)(str(e))
+        except exception.NotSupported as e:
+            # Every host has the same provider: rescheduling cannot help.
+            self._release(instance)
+            raise errors.build_abort(instance.uuid)(str(e))
         except (nova_exception.InstanceNotFound,
                 nova_exception.UnexpectedDeletingTaskStateError):
             # Deleted during the build: nothing to reschedule.
@@ -198,20 +196,17 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             raise
         except Exception as e:
             self._release(instance)
-            raise nova_exception.RescheduledException(
-                instance_uuid=instance.uuid,
-                reason='deploy of Ironic node %s failed: %s' % (node, e))
+            raise errors.reschedule(instance.uuid)(
+                'deploy of node %s failed: %s' % (reservation.node_uuid, e))
         if not power_on:
             # A failure here reaches Nova, which destroys and reschedules.
-            self._part('power').power_off(node)
+            self.power_off(instance)
 
     def _requirements(self, instance, image_meta):
-        try:
+        # A bad spec is the same on every host: fail now, naming the key.
+        with errors.translated(errors.build_abort(instance.uuid),
+                               instance.uuid):
             return metadata.requirements_for(instance, image_meta)
-        except exception.InvalidRequestSpec as e:
-            # The same on every host: fail now, naming the bad key.
-            raise nova_exception.BuildAbortException(
-                instance_uuid=instance.uuid, reason=str(e))
 
     def _claim(self, instance, reqs):
         try:
@@ -222,10 +217,9 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             raise nova_exception.ComputeResourcesUnavailable(reason=str(e))
         except exception.IronicMultiError as e:
             self._release(instance)
-            raise nova_exception.RescheduledException(
-                instance_uuid=instance.uuid,
-                reason='no node could be claimed: %s' % e)
-        LOG.debug('Reserved Ironic node %(node)s (%(reqs)s)',
+            raise errors.reschedule(instance.uuid)(
+                'no node could be claimed: %s' % e)
+        LOG.debug('Reserved node %(node)s (%(reqs)s)',
                   {'node': reservation.node_uuid, 'reqs': reqs},
                   instance=instance)
         return reservation
@@ -236,26 +230,17 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         A reschedule with a reservation left behind could deploy the
         instance on two hosts' nodes.
         """
-        try:
+        with errors.translated(errors.build_abort(instance.uuid),
+                               instance.uuid):
             self._reserver.release(instance.uuid)
-        except exception.IronicMultiError as e:
-            raise nova_exception.BuildAbortException(
-                instance_uuid=instance.uuid,
-                reason='its Ironic node could not be released: %s' % e)
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):
-        try:
-            node = self._part('nodes').find(instance.uuid)
-            if node is None:
-                LOG.info('No Ironic node holds the instance',
-                         instance=instance)
-            else:
-                self._part('deployer').teardown(node['uuid'], instance.uuid,
-                                                network_info)
+        with errors.translated(errors.termination_failure, instance.uuid):
+            if self._reserver.teardown(
+                    instance.uuid, metadata.vif_ids(network_info)) is None:
+                LOG.info('No node holds the instance', instance=instance)
             self._reserver.release(instance.uuid)
-        except exception.IronicMultiError as e:
-            raise nova_exception.InstanceTerminationFailure(reason=str(e))
 
     def failed_spawn_cleanup(self, instance):
         # Block device preparation failed before spawn: normally nothing
@@ -276,58 +261,56 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 'Re-imaging a boot volume is not supported for bare metal')
         instance.task_state = task_states.REBUILD_SPAWNING
         instance.save(expected_task_state=[task_states.REBUILDING])
-        node = self._part('nodes').get(instance.uuid)
-        try:
+        with errors.translated(errors.deploy_failure, instance.uuid):
             reqs = metadata.requirements_for(instance, image_meta)
-        except exception.InvalidRequestSpec as e:
-            raise nova_exception.InstanceDeployFailure(reason=str(e))
-        self._part('deployer').rebuild(
-            node['uuid'], instance, image_meta, reqs, self._host,
-            network_info, admin_password, injected_files,
-            preserve_ephemeral=preserve_ephemeral)
+            self._reserver.rebuild(instance.uuid, metadata.deployment_for(
+                instance, image_meta, reqs, self._host, network_info,
+                admin_password, injected_files,
+                preserve_ephemeral=preserve_ephemeral))
 
     # -- power --------------------------------------------------------------
+
+    def _power(self, instance, action, timeout=None):
+        with errors.translated(errors.power_failure(action), instance.uuid):
+            self._reserver.power(instance.uuid, action, timeout)
 
     def reboot(self, context, instance, network_info, reboot_type,
                block_device_info=None, bad_volumes_callback=None,
                accel_info=None, share_info=None):
-        node = self._part('nodes').get(instance.uuid)
-        self._part('power').reboot(node['uuid'], soft=reboot_type == 'SOFT')
+        self._power(instance, base.PowerAction.SOFT_REBOOT
+                    if reboot_type == 'SOFT' else base.PowerAction.REBOOT)
 
     def power_off(self, instance, timeout=0, retry_interval=0):
-        node = self._part('nodes').get(instance.uuid)
-        self._part('power').power_off(node['uuid'], timeout=timeout)
+        # With a timeout, Nova asks for a clean shutdown first.
+        if timeout:
+            self._power(instance, base.PowerAction.SOFT_OFF, timeout)
+        else:
+            self._power(instance, base.PowerAction.OFF)
 
     def power_on(self, context, instance, network_info,
                  block_device_info=None, accel_info=None, share_info=None):
-        node = self._part('nodes').get(instance.uuid)
-        self._part('power').power_on(node['uuid'])
+        self._power(instance, base.PowerAction.ON)
 
     def power_update_event(self, instance, target_power_state):
-        power.apply_power_event(instance, target_power_state)
+        instances.apply_power_event(instance, target_power_state)
 
     # -- networking ---------------------------------------------------------
 
     def plug_vifs(self, instance, network_info):
-        # Ironic attaches VIFs as part of the node's life cycle (spawn,
+        # VIFs are attached as part of the node's life cycle (spawn,
         # attach_interface); re-attaching every VIF of every instance at
-        # each service start would only load Ironic.
+        # each service start would only load the provider.
         LOG.debug('plug_vifs: VIFs are attached at spawn',
                   instance=instance)
 
     def unplug_vifs(self, instance, network_info):
-        node = self._part('nodes').find(instance.uuid)
-        if node is None:
-            return
-        for vif in network_info or ():
-            self._reserver.api.detach_vif(node['uuid'], vif['id'])
+        with errors.translated(errors.vif_failure, instance.uuid):
+            for vif_id in metadata.vif_ids(network_info):
+                self._reserver.detach_vif(instance.uuid, vif_id)
 
     def attach_interface(self, context, instance, image_meta, vif):
-        node = self._part('nodes').get(instance.uuid)
-        try:
-            self._reserver.api.attach_vif(node['uuid'], vif['id'])
-        except exception.IronicMultiError as e:
-            raise nova_exception.VirtualInterfacePlugException(str(e))
+        with errors.translated(errors.vif_failure, instance.uuid):
+            self._reserver.attach_vif(instance.uuid, vif['id'])
 
     def detach_interface(self, context, instance, vif):
         self.unplug_vifs(instance, [vif])
@@ -338,3 +321,13 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def manages_network_binding_host_id(self):
         return True
+
+
+def _check_alive(instance):
+    """Stop waiting for a deploy whose instance is being deleted."""
+    instance.refresh()
+    if (instance.task_state == task_states.DELETING
+            or instance.vm_state == vm_states.DELETED):
+        raise nova_exception.UnexpectedDeletingTaskStateError(
+            instance_uuid=instance.uuid, expected='not deleting',
+            actual=instance.task_state or instance.vm_state)

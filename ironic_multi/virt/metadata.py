@@ -12,8 +12,9 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""What the driver tells Ironic and the reservation layer about an
-instance: requirements, ``instance_info`` and the config drive."""
+"""What the driver tells the reservation layer about an instance: its
+requirements, and the deployment (image, deploy parameters, VIFs, config
+drive)."""
 
 import base64
 import gzip
@@ -26,8 +27,8 @@ import nova.conf
 from nova.virt import configdrive
 from oslo_serialization import jsonutils
 
+from ironic_multi.reservation.providers import base
 from ironic_multi.reservation import requirements
-from ironic_multi.virt import instances
 
 NOVA_CONF = nova.conf.CONF
 
@@ -65,17 +66,16 @@ def requirements_for(instance, image_meta):
         instance.project_id)
 
 
-def instance_info_patch(instance, image_meta, reqs, host,
-                        preserve_ephemeral=None):
-    """JSON patch setting what Ironic's deploy reads in ``instance_info``.
+def deployment_for(instance, image_meta, reqs, host, network_info=None,
+                   admin_password=None, injected_files=None,
+                   preserve_ephemeral=None):
+    """The :class:`~.base.Deployment` of ``instance`` on ``host``.
 
-    The same keys as Nova's Ironic driver, plus the host that deployed the
-    instance (``nova_host_id``), which is how a service recognizes its own
-    instances.
+    Its deploy parameters are those Nova's Ironic driver writes to
+    ``instance_info``.
     """
     flavor = instance.flavor
     info = {
-        'image_source': image_meta.id,
         'root_gb': str(flavor.root_gb),
         'swap_mb': str(flavor.swap),
         'vcpus': str(flavor.vcpus),
@@ -84,7 +84,6 @@ def instance_info_patch(instance, image_meta, reqs, host,
         'display_name': instance.display_name,
         'project_id': instance.project_id,
         'user_id': instance.user_id,
-        instances.HOST_KEY: host,
     }
     if flavor.ephemeral_gb:
         info['ephemeral_gb'] = str(flavor.ephemeral_gb)
@@ -101,8 +100,19 @@ def instance_info_patch(instance, image_meta, reqs, host,
     # Ironic picks deploy templates by the instance's required traits.
     if reqs.required_traits:
         info['traits'] = sorted(reqs.required_traits)
-    return [{'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
-            for key, value in sorted(info.items())]
+    configdrive = None
+    if configdrive_required(instance):
+        configdrive = (lambda: build_configdrive(
+            instance, network_info, admin_password, injected_files))
+    return base.Deployment(
+        instance_uuid=instance.uuid, host=host, image_source=image_meta.id,
+        instance_info=info, vifs=vif_ids(network_info),
+        configdrive=configdrive)
+
+
+def vif_ids(network_info):
+    """The IDs of the VIFs (Neutron ports) of ``network_info``."""
+    return tuple(vif['id'] for vif in network_info or ())
 
 
 def configdrive_required(instance):

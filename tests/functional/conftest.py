@@ -14,14 +14,13 @@
 
 import uuid
 
-from keystoneauth1 import session as ks_session
 import pytest
 
-from ironic_multi.conf import CONF
-from ironic_multi.ironic import client
+from ironic_multi.reservation.providers.ironic import client
 from ironic_multi.testing import coordination as coordination_servers
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server
+from ironic_multi.testing import reservers
 
 
 @pytest.fixture(scope='session', name='ironic_server')
@@ -46,8 +45,7 @@ def ironic(ironic_server):
 @pytest.fixture
 def ironic_api(ironic_server):
     """The project's own IronicAPI, talking to the session's Ironic."""
-    return client.IronicAPI(CONF, session=ks_session.Session(),
-                            endpoint=ironic_server.endpoint)
+    return client.IronicAPI(reservers.make_conf(ironic_server.endpoint))
 
 
 @pytest.fixture(scope='session')

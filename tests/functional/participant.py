@@ -33,14 +33,9 @@ import json
 import sys
 import time
 
-from keystoneauth1 import session as ks_session
-
-from ironic_multi.conf import CONF
 from ironic_multi import exception
-from ironic_multi.ironic import client
-from ironic_multi.reservation.backends import ironic as ironic_backend
 from ironic_multi.reservation import requirements as reqs
-from ironic_multi.reservation import reserver as reserver_mod
+from ironic_multi.testing import reservers
 
 
 CLAIM_TIMEOUT = 120.0
@@ -82,19 +77,12 @@ def handle(reserver, command):
 
 
 def main(endpoint, url, group, host, timeout):
-    CONF([], project='ironic-multi')
-    CONF.set_override('coordination_url', url, group='ironic_multi')
-    CONF.set_override('coordination_group', group, group='ironic_multi')
-    # Generous: on an overloaded 2-core machine (load average 8) some of 64
-    # concurrent claims took longer than the default 60 s.
-    CONF.set_override('claim_timeout', CLAIM_TIMEOUT, group='ironic_multi')
-    CONF.set_override('membership_timeout', int(timeout),
-                      group='ironic_multi')
-    CONF.set_override('fallback_shard_count', 16, group='ironic_multi')
-    api = client.IronicAPI(CONF, session=ks_session.Session(),
-                           endpoint=endpoint)
-    backend = ironic_backend.IronicBackend(CONF, api=api)
-    reserver = reserver_mod.Reserver(CONF, host=host, backend=backend)
+    # Generous claim_timeout: on an overloaded 2-core machine (load average
+    # 8) some of 64 concurrent claims took longer than the default 60 s.
+    reserver = reservers.build_reserver(
+        endpoint, host, coordination_url=url, coordination_group=group,
+        claim_timeout=CLAIM_TIMEOUT, membership_timeout=int(timeout),
+        fallback_shard_count=16)
     reserver.start(background=False)
     print(json.dumps(_refresh(reserver)), flush=True)
     try:

@@ -40,7 +40,7 @@ def main(url, group, host, keys, timeout, lifetime):
     keys = ['shard-%d' % i for i in range(int(keys))]
     member = membership.Membership(url, group, int(timeout), host=host)
     member.start()
-    shard_ring = ring.ShardRing(member)
+    shard_ring = ring.ShardRing(member, partitions=32)
     seen = None
     deadline = time.monotonic() + float(lifetime)
     while not done.wait(0.1) and time.monotonic() < deadline:

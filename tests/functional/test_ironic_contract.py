@@ -220,7 +220,7 @@ class TestFakeHardwareProvisioning:
         node, = ironic.enroll_nodes(1)
         ironic_api.set_power_state(node, 'power on')
         ironic.wait_for_node(node, power_state='power on')
-        ironic_api.set_power_state(node, 'power off', soft=True)
+        ironic_api.set_power_state(node, 'soft power off')
         ironic.wait_for_node(node, power_state='power off')
 
     def test_missing_node(self, ironic, ironic_api):

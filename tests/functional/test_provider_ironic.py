@@ -12,34 +12,22 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The shared backend suite against a real Ironic (fake hardware).
+"""The provider contract against a real Ironic, in both claim modes."""
 
-Run once with allocations (API 1.52) and once with the PATCH of
-``instance_uuid``: both claim paths must pass the same contract.
-"""
-
-from keystoneauth1 import session as ks_session
-from oslo_config import fixture as config_fixture
 import pytest
 
-from ironic_multi import conf
-from ironic_multi.ironic import client
-from tests import backend_suite
-
-try:
-    from ironic_multi.reservation.backends import ironic as ironic_backend
-except ImportError as e:  # the backend is still being written
-    pytest.skip('the Ironic backend cannot be imported: %s' % e,
-                allow_module_level=True)
-
-CONF = conf.CONF
+from ironic_multi.reservation.providers.ironic import provider
+from ironic_multi.testing import provider_contract
+from ironic_multi.testing import reservers
 
 
 class IronicHarness(object):
     """Nodes enrolled in the session's Ironic through its API."""
 
-    def __init__(self, ironic):
+    def __init__(self, ironic, **options):
         self.ironic = ironic
+        self.conf = reservers.make_conf(ironic.server.endpoint,
+                                        state_poll_interval=0.1, **options)
 
     def add_nodes(self, count, resource_class, traits=(), properties=None,
                   shard=None, owner=None):
@@ -47,13 +35,11 @@ class IronicHarness(object):
             count, resource_class=resource_class, properties=properties,
             traits=traits, shard=shard, owner=owner)
 
-    def backend(self):
+    def provider(self):
         # A client of its own, too: nothing is shared with older objects.
-        api = client.IronicAPI(CONF, session=ks_session.Session(),
-                               endpoint=self.ironic.server.endpoint)
-        backend = ironic_backend.IronicBackend(CONF, api=api)
-        backend.start()
-        return backend
+        ironic = provider.IronicProvider(self.conf)
+        ironic.start()
+        return ironic
 
     def snapshot(self):
         return self.ironic.snapshot()
@@ -61,10 +47,8 @@ class IronicHarness(object):
 
 @pytest.fixture(params=[True, False], ids=['allocations', 'patch'])
 def harness(request, ironic):
-    with config_fixture.Config(CONF) as config:
-        config.config(group='ironic_multi', use_allocations=request.param)
-        yield IronicHarness(ironic)
+    return IronicHarness(ironic, use_allocations=request.param)
 
 
-class TestIronicBackendSuite(backend_suite.BackendSuite):
-    """The shared backend suite, against a real Ironic."""
+class TestIronicProviderContract(provider_contract.ProviderContract):
+    """The shared provider contract, against a real Ironic."""

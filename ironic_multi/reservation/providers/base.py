@@ -12,79 +12,188 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""What every reservation backend provides.
+"""What every node provider does: the interface of Nodepool's drivers.
 
-A backend owns the source of truth of its nodes and reservations and the
-one atomic write that makes a claim safe.  It knows nothing of Nova and
-nothing of hash rings: the :class:`~ironic_multi.reservation.reserver.
-Reserver` decides which shards to look in and in which order.
+A node provider owns its nodes: it is the source of truth of their state
+and of the reservations on them, makes the one atomic write that makes a
+claim safe, and does everything done to a reserved node afterwards
+(deploy, power, VIFs, tear down).  It knows nothing of Nova and nothing of
+hash rings: the :class:`~ironic_multi.reservation.reserver.Reserver`
+decides which shards to look in, in which order, and when.
+
+Nodes travel as plain dicts with the keys of an Ironic node (``uuid``,
+``name``, ``resource_class``, ``properties``, ``traits``, ``owner``,
+``lessee``, ``shard``, ``conductor_group``, ``maintenance``): the
+matching filters read those.  Whether a node is free is the provider's
+business.
+
+What a provider cannot do is declared in :attr:`NodeProvider.features`;
+calling it raises :class:`~ironic_multi.exception.NotSupported`, and the
+shipped contract suite skips its tests.
 """
 
 import abc
 import contextlib
 import dataclasses
-import time
+import enum
 
-from ironic_multi.reservation import pool as ready_pool
-from ironic_multi.reservation import states
+from ironic_multi import exception
+from ironic_multi.reservation import filters
+from ironic_multi.reservation import shards
+
+
+class Feature(str, enum.Enum):
+    """Optional abilities of a node provider."""
+
+    #: Attach and detach network interfaces (VIFs) to and from nodes.
+    VIFS = 'vifs'
+    #: Re-image an active node in place.
+    REBUILD = 'rebuild'
+    #: Soft power off and soft reboot (ACPI), besides hard ones.
+    SOFT_POWER = 'soft power'
+    #: Deliver a config drive to the node.
+    CONFIGDRIVE = 'config drive'
+    #: Store a reservation's lifecycle state as given (the Ironic provider
+    #: derives it from the node instead).
+    SET_STATE = 'set state'
+    #: Write shard keys to nodes that have none.
+    SHARD_ASSIGNMENT = 'shard assignment'
+
+    def __str__(self):
+        return self.value
+
+
+class PowerAction(str, enum.Enum):
+    ON = 'power on'
+    OFF = 'power off'
+    SOFT_OFF = 'soft power off'
+    REBOOT = 'reboot'
+    SOFT_REBOOT = 'soft reboot'
+
+    def __str__(self):
+        return self.value
+
+    @property
+    def soft(self):
+        return self in (PowerAction.SOFT_OFF, PowerAction.SOFT_REBOOT)
 
 
 @dataclasses.dataclass(frozen=True)
-class Reservation:
-    """One node reserved for one consumer (a Nova instance)."""
+class Deployment:
+    """What to put on a reserved node, in the provider's own terms.
+
+    :ivar host: the compute service host that owns the instance; written
+        to the node (its host mark) so that the service finds its
+        instances after a restart.
+    :ivar image_source: the image to deploy (a Glance UUID or a URL).
+    :ivar instance_info: further deploy parameters (``root_gb``,
+        ``capabilities``, ...), as Ironic's ``instance_info`` takes them.
+    :ivar vifs: network interface (Neutron port) IDs to attach.
+    :ivar configdrive: a callable returning the config drive (gzipped and
+        base64-encoded), called only if the provider can deliver one; None
+        when the instance needs none.
+    """
+
+    instance_uuid: str
+    host: str
+    image_source: str
+    instance_info: dict = dataclasses.field(default_factory=dict)
+    vifs: tuple = ()
+    configdrive: object = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeHealth:
+    """What a health poll found on the node of a reservation.
+
+    :ivar problem: None when the node is fine, else a short reason
+        (``gone``, ``maintenance: <reason>``, ``provision error: ...``).
+    """
 
     instance_uuid: str
     node_uuid: str
-    state: states.State
-    shard: str = None
-    resource_class: str = None
-
-    def moved_to(self, target):
-        """This reservation in state ``target``, if the move is legal."""
-        states.check_transition(self.instance_uuid, self.state, target)
-        return dataclasses.replace(self, state=target)
+    power_state: object
+    problem: str = None
 
 
-class Backend(abc.ABC):
-    """A source of nodes that can be reserved atomically."""
+@dataclasses.dataclass(frozen=True)
+class TroubledNode:
+    """A node the housekeeper may have to look after.
 
-    #: Entry point name in ``ironic_multi.reservation.backends``.
+    :ivar failures: failed deploys, tear downs and recoveries in a row.
+    :ivar last_failure: when the last one happened (seconds since the
+        epoch), or None.
+    :ivar failed_state: the provider's word for a failed state the node is
+        in (``clean failed``), or None.
+    :ivar quarantined_at: when it was quarantined, or None.
+    :ivar holder: the instance the node holds, if any.
+    """
+
+    node_uuid: str
+    failures: int = 0
+    last_failure: float = None
+    reason: str = None
+    failed_state: str = None
+    quarantined_at: float = None
+    holder: str = None
+
+
+class NodeProvider(abc.ABC):
+    """A source of nodes that can be reserved atomically and used.
+
+    Subclasses set :attr:`name` (their entry point name) and
+    :attr:`features`, and implement the abstract methods.
+    """
+
+    #: Entry point name in ``ironic_multi.node_providers``.
     name = None
+    #: The optional :class:`Feature` s this provider has.
+    features = frozenset()
 
     def __init__(self, conf):
         self.conf = conf
+        self.keys = shards.ShardKeys(conf.ironic_multi.fallback_shard_count)
+        self.filters = filters.matching_filters(
+            conf.ironic_multi.conductor_group)
 
     def start(self):
-        """Open connections and warm caches; called once before use."""
+        """Open connections and check the configuration; called once."""
 
     def stop(self):
         """Release what :meth:`start` took; called once at shutdown."""
 
-    @abc.abstractmethod
+    def require(self, feature):
+        """Raise NotSupported unless this provider has ``feature``."""
+        if feature not in self.features:
+            raise exception.NotSupported(provider=self.name,
+                                         feature=feature)
+
+    # -- inventory --------------------------------------------------------
+
     def shard_of(self, node):
         """The shard key of a node dict."""
+        return self.keys.of(node)
 
     @abc.abstractmethod
     def shard_keys(self):
-        """``{shard_key: node_count}`` over every node of the backend."""
-
-    @abc.abstractmethod
-    def capacity(self, shards):
-        """``{resource_class: {'total': n, 'free': n}}`` of ``shards``.
-
-        ``total`` counts the nodes that can serve an instance (free or
-        serving one), ``free`` those a claim could take now.
-        """
+        """``{shard_key: node_count}`` over every node of the provider."""
 
     @abc.abstractmethod
     def nodes(self, shards):
-        """Every node of ``shards`` (None: all) the backend knows."""
+        """Every node of ``shards`` (None: all) the provider knows."""
 
+    @abc.abstractmethod
+    def capacity(self, shards):
+        """``{shard: {resource_class: {'total': n, 'free': n}}}``.
+
+        Per shard of ``shards`` (None: all) that has nodes.  ``total``
+        counts the nodes that can serve an instance (free or serving one),
+        ``free`` those a claim could take now.
+        """
+
+    @abc.abstractmethod
     def usable_traits(self, shards):
         """The traits of the nodes of ``shards`` that can serve."""
-        return {trait for node in self.nodes(shards)
-                if ready_pool.is_usable(node)
-                for trait in node.get('traits') or ()}
 
     @abc.abstractmethod
     def ready_nodes(self, requirements, shards):
@@ -98,12 +207,37 @@ class Backend(abc.ABC):
     def search(self, requirements, shards):
         """Like :meth:`ready_nodes`, but asking the source of truth."""
 
+    def refresh(self, shards):
+        """Bring the cache of ``shards`` up to date.
+
+        :returns: how many node records were read.
+        """
+        return 0
+
+    def flush(self):
+        """Drop every cached node; the next refresh reads everything."""
+
+    def describe(self):
+        """Facts about the provider's cache, JSON-ready, for operators."""
+        return {}
+
+    def bounded(self, deadline):
+        """Context in which no call of this thread works past ``deadline``.
+
+        ``deadline`` is a ``time.monotonic()`` value.
+        """
+        return contextlib.nullcontext()
+
+    # -- reservations -----------------------------------------------------
+
     @abc.abstractmethod
     def claim(self, candidates, instance_uuid, requirements, deadline):
         """Atomically reserve one of ``candidates`` (node dicts).
 
+        Idempotent: an instance that holds a node already gets it back.
+
         :param deadline: ``time.monotonic()`` value not to work past.
-        :returns: the :class:`Reservation` in state ``claimed``.
+        :returns: the :class:`~.lifecycle.Reservation`, state ``claimed``.
         :raises NodeAlreadyClaimed: every candidate was taken meanwhile.
         """
 
@@ -113,8 +247,7 @@ class Backend(abc.ABC):
 
         Never touches a node reserved for another consumer.
 
-        :returns: the released :class:`Reservation`, or None when there
-            was none.
+        :returns: the released reservation, or None when there was none.
         """
 
     @abc.abstractmethod
@@ -128,20 +261,105 @@ class Backend(abc.ABC):
     def reservations(self):
         """Every reservation the source of truth holds."""
 
-    def bounded(self, deadline):
-        """Context in which no call retries past ``deadline``."""
-        return contextlib.nullcontext()
+    def instances(self, host):
+        """``{instance_uuid: reservation}`` of the instances of ``host``."""
+        return {r.instance_uuid: r for r in self.reservations()
+                if r.host == host}
 
-    def refresh(self, shards):
-        """Bring the ready pool of ``shards`` up to date.
+    def assign_shards(self, count, dry_run=False):
+        """Give nodes without a shard key a stable one of ``count``.
 
-        :returns: how many node records were read.
+        The key is the node's fallback key for ``count``
+        (:class:`~.shards.ShardKeys`), so that a service's ring does not
+        move when keys are written.  (:attr:`Feature.SHARD_ASSIGNMENT`)
+
+        :returns: ``{node_uuid: shard_key}`` of the nodes (to be) changed.
         """
-        return 0
+        self.require(Feature.SHARD_ASSIGNMENT)
 
-    def flush(self):
-        """Drop every cached node; the next refresh reads everything."""
+    def set_state(self, instance_uuid, target):
+        """Store a reservation's state (:attr:`Feature.SET_STATE`)."""
+        self.require(Feature.SET_STATE)
 
-    @staticmethod
-    def remaining(deadline):
-        return deadline - time.monotonic()
+    # -- what is done to a reserved node ---------------------------------
+
+    @abc.abstractmethod
+    def deploy(self, reservation, deployment, should_stop=None):
+        """Put ``deployment`` on the node of ``reservation``; wait for it.
+
+        On failure, undoes what it did (the claim stays) and raises.
+
+        :param should_stop: called between polls; raises to stop waiting
+            (for instance when the instance is being deleted).
+        :returns: the reservation, ``active``.
+        :raises DeployFailed: the deploy failed and was undone.
+        :raises TeardownFailed: undoing failed; the node must not be
+            released.
+        """
+
+    @abc.abstractmethod
+    def teardown(self, reservation, vifs=()):
+        """Remove every trace of the instance but the claim; idempotent.
+
+        :param vifs: VIF IDs the caller knows of, detached as well.
+        :raises TeardownFailed: the node may still hold the instance.
+        """
+
+    def rebuild(self, reservation, deployment):
+        """Re-image the node in place (:attr:`Feature.REBUILD`)."""
+        self.require(Feature.REBUILD)
+
+    @abc.abstractmethod
+    def power(self, reservation, action, timeout=None):
+        """Apply a :class:`PowerAction` and wait for it.
+
+        A soft action that the node refuses or that does not finish
+        within ``timeout`` falls back to the hard one.
+
+        :raises PowerActionFailed:
+        """
+
+    def attach_vif(self, reservation, vif_id):
+        """Attach a VIF to the node (:attr:`Feature.VIFS`)."""
+        self.require(Feature.VIFS)
+
+    def detach_vif(self, reservation, vif_id):
+        """Detach a VIF; an absent one is fine (:attr:`Feature.VIFS`)."""
+        self.require(Feature.VIFS)
+
+    @abc.abstractmethod
+    def health(self, reservations):
+        """``{instance_uuid: NodeHealth}`` of ``reservations``."""
+
+    @abc.abstractmethod
+    def mark_host(self, reservation, host):
+        """Make ``host`` the owner of the instance (a takeover)."""
+
+    # -- failures and quarantine (the housekeeper's tools) ----------------
+
+    @abc.abstractmethod
+    def record_failure(self, node_uuid, reason):
+        """Count a failure of the node; claims skip it for a cooldown.
+
+        :returns: the failures in a row, this one included.
+        """
+
+    @abc.abstractmethod
+    def clear_failures(self, node_uuid):
+        """Forget the node's failures (it served well)."""
+
+    @abc.abstractmethod
+    def troubled_nodes(self):
+        """:class:`TroubledNode` s: failed, failing or quarantined nodes."""
+
+    @abc.abstractmethod
+    def recover(self, node_uuid):
+        """Try once to bring a node in a failed state back to service."""
+
+    @abc.abstractmethod
+    def quarantine(self, node_uuid, reason):
+        """Take the node out of service, saying why."""
+
+    @abc.abstractmethod
+    def unquarantine(self, node_uuid):
+        """Return a quarantined node to service, its failures forgotten."""

@@ -17,6 +17,7 @@ import logging
 import pytest
 
 from ironic_multi.reservation import filters
+from ironic_multi.reservation.providers.ironic import states
 from ironic_multi.reservation import requirements
 
 ANY = requirements.Requirements()
@@ -39,6 +40,14 @@ def node(**overrides):
     return result
 
 
+READY = filters.ReadyFilter(states.why_not_ready)
+
+
+def ironic_filters(conductor_group=None):
+    """What the Ironic provider matches free nodes with."""
+    return (READY,) + filters.matching_filters(conductor_group)
+
+
 def request(extra_specs=None, project_id=None, **flavor):
     flavor.setdefault('extra_specs', extra_specs or {})
     return requirements.Requirements.from_request(flavor,
@@ -53,16 +62,14 @@ def check(node_filter, a_node, reqs=ANY):
 
 # (filter, node overrides, requirements, expected)
 CASES = [
-    (filters.ProvisionStateFilter(), {}, ANY, True),
-    (filters.ProvisionStateFilter(), {'provision_state': 'active'}, ANY,
-     False),
-    (filters.MaintenanceFilter(), {'maintenance': None}, ANY, True),
-    (filters.MaintenanceFilter(), {'maintenance': True}, ANY, False),
-    (filters.UnassociatedFilter(), {}, ANY, True),
-    (filters.UnassociatedFilter(), {'instance_uuid': 'i1'}, ANY, False),
-    (filters.UnassociatedFilter(), {'allocation_uuid': 'a1'}, ANY, False),
-    (filters.PowerStateFilter(), {'power_state': 'power on'}, ANY, True),
-    (filters.PowerStateFilter(), {'power_state': None}, ANY, False),
+    (READY, {}, ANY, True),
+    (READY, {'provision_state': 'active'}, ANY, False),
+    (READY, {'maintenance': None}, ANY, True),
+    (READY, {'maintenance': True}, ANY, False),
+    (READY, {'instance_uuid': 'i1'}, ANY, False),
+    (READY, {'allocation_uuid': 'a1'}, ANY, False),
+    (READY, {'power_state': 'power on'}, ANY, True),
+    (READY, {'power_state': None}, ANY, False),
     (filters.ConductorGroupFilter(), {'conductor_group': 'x'}, ANY, True),
     (filters.ConductorGroupFilter('Rack1'), {'conductor_group': 'rack1'},
      ANY, True),
@@ -152,7 +159,7 @@ def test_filter(node_filter, overrides, reqs, expected):
     assert check(node_filter, node(**overrides), reqs) is expected
 
 
-@pytest.mark.parametrize('node_filter', filters.default_filters('g'),
+@pytest.mark.parametrize('node_filter', ironic_filters('g'),
                          ids=lambda f: f.name)
 def test_missing_keys_do_not_crash(node_filter):
     reqs = request({'resources:CUSTOM_X': '1', 'trait:CUSTOM_A': 'required',
@@ -175,15 +182,15 @@ class TestMatch:
         nodes = [node(uuid='a'), node(uuid='b', maintenance=True),
                  node(uuid='c'), node(uuid='d', resource_class='silver')]
         reqs = request({'resources:CUSTOM_BAREMETAL_GOLD': '1'})
-        assert [n['uuid'] for n in filters.match(nodes, reqs)] == ['a', 'c']
+        assert [n['uuid'] for n in filters.match(
+            nodes, reqs, ironic_filters())] == ['a', 'c']
 
     def test_accepts_an_iterator(self):
         assert filters.match(iter([node()]), ANY) == [node()]
 
     def test_custom_filters(self):
         nodes = [node(conductor_group='a'), node(conductor_group='b')]
-        result = filters.match(nodes, ANY,
-                               filters.default_filters('B'))
+        result = filters.match(nodes, ANY, filters.matching_filters('B'))
         assert result == [nodes[1]]
         assert filters.match(nodes, ANY, ()) == nodes
 
@@ -192,7 +199,6 @@ class TestMatch:
         nodes = [node(uuid='a'), node(uuid='b', maintenance=True),
                  node(uuid='c', maintenance=True, power_state=None),
                  node(uuid='d', power_state=None)]
-        filters.match(nodes, ANY)
-        assert ('1 of 4 nodes match any node; rejected: MaintenanceFilter 2 '
-                '(e.g. b: in maintenance); PowerStateFilter 1 (e.g. d: power '
-                'state unknown)') in caplog.text
+        filters.match(nodes, ANY, ironic_filters())
+        assert ('1 of 4 nodes match any node; rejected: ReadyFilter 3 '
+                '(e.g. b: in maintenance)') in caplog.text

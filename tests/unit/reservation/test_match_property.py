@@ -27,7 +27,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from ironic_multi.reservation import filters
+from ironic_multi.reservation.providers.ironic import states
 from ironic_multi.reservation import requirements
+
+READY = filters.ReadyFilter(states.why_not_ready)
 
 # How operators spell, in Ironic, each class a request may ask for.
 SPELLINGS = {None: ['baremetal', '', None],
@@ -324,8 +327,8 @@ def scenarios(draw):
 def test_match_agrees_with_reference(scenario):
     node_list, req, conductor_group = scenario
     reqs = requirements.Requirements.from_request(*render(req))
-    result = filters.match(node_list, reqs,
-                           filters.default_filters(conductor_group))
+    result = filters.match(node_list, reqs, (READY,) + (
+        filters.matching_filters(conductor_group)))
     expected = [n for n in node_list
                 if reference_matches(n, req, conductor_group)]
     assert [id(n) for n in result] == [id(n) for n in expected]
@@ -335,6 +338,6 @@ def test_match_agrees_with_reference(scenario):
 @given(node=nodes, req=requests())
 def test_passes_is_reason_is_none(node, req):
     reqs = requirements.Requirements.from_request(*render(req))
-    for node_filter in filters.DEFAULT_FILTERS:
+    for node_filter in (READY,) + filters.MATCHING_FILTERS:
         assert node_filter.passes(node, reqs) is (
             node_filter.reason(node, reqs) is None)

@@ -46,10 +46,12 @@ def members(url):
 @pytest.mark.parametrize('url, expected', [
     ('file:///d', 'file:///d?timeout=7'),
     ('file:///d?timeout=2', 'file:///d?timeout=2'),
-    ('redis://h:6379?db=1', 'redis://h:6379?db=1&membership_timeout=7'),
-    ('etcd3+http://h:2379', 'etcd3+http://h:2379?membership_timeout=7'),
-    ('etcd3+http://h?membership_timeout=1',
-     'etcd3+http://h?membership_timeout=1'),
+    ('redis://h:6379?db=1',
+     'redis://h:6379?db=1&membership_timeout=7&lock_timeout=7'),
+    ('etcd3+http://h:2379',
+     'etcd3+http://h:2379?membership_timeout=7&lock_timeout=7'),
+    ('etcd3+http://h?membership_timeout=1&lock_timeout=2',
+     'etcd3+http://h?membership_timeout=1&lock_timeout=2'),
     ('zookeeper://h:2181', 'zookeeper://h:2181?timeout=7'),
 ])
 def test_backend_url_sets_the_timeout_once(url, expected):
@@ -74,7 +76,7 @@ def test_defaults_come_from_the_configuration(tmp_path):
         fixture.config(coordination_url='file://%s' % tmp_path,
                        coordination_group='g1', membership_timeout=9,
                        group='ironic_multi')
-        member = membership.Membership(host='h')
+        member = membership.Membership.from_conf(conf.CONF, host='h')
         assert member.url == 'file://%s?timeout=9' % tmp_path
         assert member.group == 'g1'
         assert member.host == 'h'
@@ -93,7 +95,7 @@ def test_members_see_joins_and_leaves(members):
 
 def test_published_payloads(url, members):
     # Published before the start: sent with the join.
-    first = membership.Membership(url, 'group', host='a')
+    first = membership.Membership(url, 'group', 5, host='a')
     first.publish({'CUSTOM_GOLD': 3})
     first.start()
     try:

@@ -198,7 +198,9 @@ class TestTraits:
         assert_invalid(key, value, {key: value})
 
     @pytest.mark.parametrize('image_traits', [
-        'CUSTOM_A', ['CUSTOM_A', 3], ['bad name']])
+        'CUSTOM_A', ['CUSTOM_A', 3], ['bad name'],
+        # Not a list at all: was a TypeError.
+        5, 2.5, {'CUSTOM_A': 'required'}])
     def test_malformed_image_traits(self, image_traits):
         assert_invalid('traits_required', image_traits, None,
                        {'traits_required': image_traits})

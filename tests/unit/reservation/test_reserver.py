@@ -12,21 +12,21 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The Reserver on real parts that need no server: the static backend and
+"""The Reserver on real parts that need no server: the static provider and
 ``file://`` coordination."""
 
 import itertools
 from unittest import mock
 
-from oslo_config import fixture as config_fixture
 from oslo_utils import uuidutils
 import pytest
 import yaml
 
-from ironic_multi.conf import CONF
 from ironic_multi import exception
+from ironic_multi.reservation import providers
 from ironic_multi.reservation import requirements as reqs
 from ironic_multi.reservation import reserver as reserver_mod
+from ironic_multi.testing import reservers as test_reservers
 
 SHARDS = ('s0', 's1', 's2', 's3', 's4', 's5')
 
@@ -41,8 +41,6 @@ def _gold(**extra_specs):
 @pytest.fixture
 def cluster(tmp_path):
     """Two Reservers (hosts a and b) over one static inventory."""
-    conf = config_fixture.Config(CONF)
-    conf.setUp()
     inventory = tmp_path / 'nodes.yaml'
     counter = itertools.count()
     nodes = [{'uuid': uuidutils.generate_uuid(), 'resource_class': 'gold',
@@ -50,12 +48,12 @@ def cluster(tmp_path):
               'traits': ['CUSTOM_FAST'] if shard == 's0' else []}
              for shard in SHARDS for _ in range(2)]
     inventory.write_text(yaml.safe_dump(nodes))
-    conf.config(group='ironic_multi', reservation_backend='static',
-                static_inventory=str(inventory), claim_candidates=2,
-                coordination_url='file://%s' % (tmp_path / 'coord'))
+    conf = test_reservers.make_conf(
+        node_provider='static', static_inventory=str(inventory),
+        claim_candidates=2, coordination_url='file://%s' % (tmp_path / 'c'))
     reservers = {}
     for host in ('a', 'b'):
-        reservers[host] = reserver_mod.Reserver(CONF, host=host)
+        reservers[host] = reserver_mod.Reserver(conf, host=host)
     for reserver in reservers.values():
         reserver.start(background=False)
     for reserver in reservers.values():
@@ -63,7 +61,6 @@ def cluster(tmp_path):
     yield reservers
     for reserver in reservers.values():
         reserver.stop()
-    conf.cleanUp()
 
 
 def _shard_of(reserver, reservation):
@@ -101,7 +98,7 @@ class TestClaim:
 
     def test_lost_race_moves_to_the_next_batch(self, cluster):
         a = cluster['a']
-        real_claim = a.backend.claim
+        real_claim = a.provider.claim
         calls = []
 
         def first_batch_taken(candidates, *args):
@@ -111,7 +108,7 @@ class TestClaim:
                                                    reason='taken')
             return real_claim(candidates, *args)
 
-        with mock.patch.object(a.backend, 'claim', first_batch_taken):
+        with mock.patch.object(a.provider, 'claim', first_batch_taken):
             reservation = a.claim('i1', _gold())
         assert len(calls) == 2
         assert not set(calls[0]) & set(calls[1])
@@ -122,7 +119,7 @@ class TestClaim:
         taken = exception.NodeAlreadyClaimed(node='x', instance='i1',
                                              reason='taken')
         clock = itertools.count(0, 100)
-        with mock.patch.object(a.backend, 'claim', side_effect=taken):
+        with mock.patch.object(a.provider, 'claim', side_effect=taken):
             with mock.patch('time.monotonic', side_effect=clock):
                 with pytest.raises(exception.ClaimTimeout):
                     a.claim('i1', _gold())
@@ -156,9 +153,9 @@ class TestCapacity:
         assert not a & b
 
 
-def test_unknown_backend_is_a_typed_error():
-    with pytest.raises(exception.BackendNotFound) as info:
-        reserver_mod.load_backend(CONF, name='nope')
+def test_unknown_provider_is_a_typed_error():
+    with pytest.raises(exception.ProviderNotFound) as info:
+        providers.load_provider(test_reservers.make_conf(), name='nope')
     assert info.value.name == 'nope'
     assert 'static' in info.value.known and 'ironic' in info.value.known
 
@@ -167,13 +164,31 @@ class TestCoordinationDown:
 
     def test_claims_go_on_from_the_last_ring(self, cluster):
         a = cluster['a']
+        owned = a.owned_shards()
         down = exception.CoordinationUnavailable(url='file://x',
                                                  reason='gone')
-        with mock.patch.object(a.membership, 'members', side_effect=down):
-            with pytest.raises(exception.CoordinationUnavailable):
-                a.refresh()
+        with mock.patch.object(a.membership, 'members', side_effect=down), \
+                mock.patch.object(a.membership, 'published',
+                                  side_effect=down):
+            # The pool and capacity are refreshed all the same.
+            a.claim('i0', _gold())
+            a.refresh()
+            assert a.owned_shards() == owned
             reservation = a.claim('i1', _gold())
-        assert reservation.shard in a.owned_shards()
+            a.refresh()
+            # b's last known counts, plus a's new ones.
+            assert a.cluster_capacity()['gold'] == {
+                'total': 2 * len(SHARDS), 'free': 2 * len(SHARDS) - 2}
+        assert reservation.shard in owned
+
+
+def test_the_deprecated_option_name_still_selects_the_provider(tmp_path):
+    conf_file = tmp_path / 'nova.conf'
+    conf_file.write_text('[ironic_multi]\nreservation_backend = static\n')
+    conf = test_reservers.make_conf()
+    conf(['--config-file', str(conf_file)], project='ironic-multi',
+         default_config_files=[])
+    assert conf.ironic_multi.node_provider == 'static'
 
 
 def test_cluster_traits_are_the_union_of_usable_nodes(cluster):

@@ -12,19 +12,14 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-import collections
 import logging
 import os
-import random
 import subprocess
 import sys
-import uuid
 
 import fixtures
-from oslo_config import fixture as config_fixture
 import pytest
 
-from ironic_multi import conf
 from ironic_multi.reservation import membership
 from ironic_multi.reservation import ring
 
@@ -52,38 +47,6 @@ def make_ring(host, hosts, keys=KEYS):
 
 def owners(shard_ring, keys=KEYS):
     return {key: shard_ring.owner(key) for key in keys}
-
-
-@pytest.fixture
-def config():
-    fixture = config_fixture.Config(conf.CONF)
-    fixture.setUp()
-    yield fixture
-    fixture.cleanUp()
-
-
-def test_fallback_shard_is_pinned():
-    # The CLI writes these keys to Ironic: they must never change.
-    node = '1be26c0b-03f2-4d2e-ae87-c02d7f33c123'
-    assert ring.fallback_shard(node, 64) == 'ironic-multi-29'
-    assert ring.fallback_shard(node.upper(), 64) == 'ironic-multi-29'
-    assert ring.fallback_shard(uuid.UUID(node), 64) == 'ironic-multi-29'
-    assert ring.fallback_shard(node, 1000) == 'ironic-multi-853'
-
-
-def test_fallback_shard_default_count(config):
-    config.config(fallback_shard_count=1, group='ironic_multi')
-    assert ring.fallback_shard(str(uuid.uuid4())) == 'ironic-multi-0'
-
-
-def test_fallback_shard_spread():
-    rand = random.Random(42)
-    counts = collections.Counter(
-        ring.fallback_shard(uuid.UUID(int=rand.getrandbits(128)), 64)
-        for _ in range(64 * 200))
-    assert set(counts) == {ring.fallback_shard_name(i) for i in range(64)}
-    # 200 per key expected; binomial sd is about 14.
-    assert 140 < min(counts.values()) <= max(counts.values()) < 260
 
 
 def test_owned_keys_partition_the_keys():

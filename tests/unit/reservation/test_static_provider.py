@@ -12,85 +12,43 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-import fcntl
 import json
 import multiprocessing
 import os
 import queue
 import random
+import signal
 import threading
 import time
 
-from oslo_config import cfg
+from oslo_concurrency import lockutils
 from oslo_utils import uuidutils
 import pytest
 import yaml
 
-from ironic_multi import conf as im_conf
 from ironic_multi import exception
-from ironic_multi.reservation.backends import static
-from ironic_multi.reservation import ring
-from ironic_multi.reservation import states
-from tests import backend_suite
+from ironic_multi.reservation import capacity
+from ironic_multi.reservation import lifecycle
+from ironic_multi.reservation.providers import base
+from ironic_multi.reservation.providers.static import provider as static
+from ironic_multi.reservation.providers.static import records
+from ironic_multi.reservation import shards
+from ironic_multi.testing import provider_contract
+from ironic_multi.testing import reservers
+from ironic_multi.testing import static_nodes
+
+request = provider_contract.request
 
 
 def make_conf(**overrides):
-    conf = cfg.ConfigOpts()
-    # A group of its own: register_group() copies the module's OptGroup
-    # shallowly, so overrides would leak into every other ConfigOpts.
-    conf.register_group(cfg.OptGroup('ironic_multi'))
-    im_conf.register_opts(conf)
-    for name, value in overrides.items():
-        conf.set_override(name, value, group='ironic_multi')
-    return conf
+    # A power command, so that the contract's power actions work.
+    overrides.setdefault('static_power_command', 'true')
+    return reservers.make_conf(**overrides)
 
 
-class StaticHarness(object):
-    """Nodes as entries of a YAML file in a temporary directory."""
-
+class StaticHarness(static_nodes.StaticInventory):
     def __init__(self, directory, conf=None):
-        self.path = os.path.join(str(directory), 'nodes.yaml')
-        self.conf = conf or make_conf()
-        self.entries = []
-        self._write()
-
-    def _write(self):
-        tmp = self.path + '.tmp'
-        with open(tmp, 'w') as f:
-            yaml.safe_dump(self.entries, f)
-        os.replace(tmp, self.path)
-
-    def add_nodes(self, count, resource_class, traits=(), properties=None,
-                  shard=None, owner=None):
-        added = []
-        for _ in range(count):
-            entry = {'uuid': uuidutils.generate_uuid(),
-                     'name': 'node-%d' % len(self.entries),
-                     'resource_class': resource_class,
-                     'properties': dict(properties or {}),
-                     'traits': list(traits)}
-            entry.update({key: value for key, value
-                          in (('shard', shard), ('owner', owner))
-                          if value is not None})
-            self.entries.append(entry)
-            added.append(entry['uuid'])
-        self._write()
-        return added
-
-    def backend(self):
-        backend = static.StaticBackend(self.conf, inventory=self.path)
-        backend.start()
-        return backend
-
-    def snapshot(self):
-        with open(self.path, 'rb') as f:
-            inventory = f.read()
-        try:
-            with open(self.path + static.STATE_SUFFIX) as f:
-                held = json.load(f)['reservations']
-        except FileNotFoundError:
-            held = {}
-        return inventory, held
+        super().__init__(directory, conf or make_conf())
 
 
 @pytest.fixture
@@ -98,8 +56,8 @@ def harness(tmp_path):
     return StaticHarness(tmp_path)
 
 
-class TestStaticBackendSuite(backend_suite.BackendSuite):
-    """The shared backend suite, against YAML and JSON files."""
+class TestStaticProviderContract(provider_contract.ProviderContract):
+    """The shared provider contract, against YAML and JSON files."""
 
 
 # -- static specific --------------------------------------------------------
@@ -117,9 +75,9 @@ def entry(**overrides):
 
 
 def load_error(path):
-    backend = static.StaticBackend(make_conf(), inventory=path)
+    provider = static.StaticProvider(make_conf(), inventory_path=path)
     with pytest.raises(exception.StaticInventoryInvalid) as caught:
-        backend.start()
+        provider.start()
     assert caught.value.path == path
     assert path in str(caught.value)
     return caught.value
@@ -175,7 +133,7 @@ def test_duplicates_are_invalid(tmp_path, key):
     assert first[key] in error.reason
 
 
-def test_valid_inventory_is_presented_as_ironic_nodes(tmp_path):
+def test_valid_inventory_nodes(tmp_path):
     declared = [
         entry(name='n0', shard='rack1', owner='p1', traits=['CUSTOM_B'],
               properties={'memory_mb': 1, 'capabilities': 'boot_mode:uefi'}),
@@ -184,100 +142,99 @@ def test_valid_inventory_is_presented_as_ironic_nodes(tmp_path):
         entry(conductor_group='lab'),
     ]
     path = write_inventory(tmp_path, declared)
-    backend = static.StaticBackend(make_conf(), inventory=path)
-    backend.start()
+    provider = static.StaticProvider(make_conf(), inventory_path=path)
+    provider.start()
 
-    nodes = {n['uuid']: n for n in backend.nodes()}
+    nodes = {n['uuid']: n for n in provider.nodes()}
     assert list(nodes) == [e['uuid'].lower() for e in declared]
     first = nodes[declared[0]['uuid']]
     assert first['shard'] == 'rack1'
     assert first['owner'] == 'p1'
     assert first['traits'] == ['CUSTOM_B']
     assert first['properties']['capabilities'] == 'boot_mode:uefi'
-    assert first['provision_state'] == 'available'
-    assert first['power_state'] == 'power off'
     assert first['instance_uuid'] is None
     unsharded = declared[1]['uuid'].lower()
-    assert nodes[unsharded]['shard'] == ring.fallback_shard(unsharded, 64)
+    assert nodes[unsharded]['shard'] == shards.ShardKeys(64).fallback_of(
+        unsharded)
 
-    ready = {n['uuid'] for n in backend.ready_nodes(
-        backend_suite.request('gold', project_id='p1'), None)}
+    ready = {n['uuid'] for n in provider.ready_nodes(
+        request('gold', project_id='p1'), None)}
     # Not the node in maintenance.
     assert ready == set(nodes) - {declared[2]['uuid']}
-    assert backend.capacity()['gold'] == {'total': 3, 'free': 3}
-    assert not backend.ready_nodes(backend_suite.request('gold'),
-                                   ['rack1'])
+    assert capacity.total(provider.capacity())['gold'] == {'total': 3,
+                                                           'free': 3}
+    assert not provider.ready_nodes(request('gold'), ['rack1'])
 
 
 def test_conductor_group_option_limits_nodes(tmp_path):
     lab = entry(conductor_group='Lab')
     path = write_inventory(tmp_path, [entry(), lab])
-    backend = static.StaticBackend(make_conf(conductor_group='lab'),
-                                   inventory=path)
-    ready = backend.ready_nodes(backend_suite.request('gold'), None)
+    provider = static.StaticProvider(make_conf(conductor_group='lab'),
+                                     inventory_path=path)
+    ready = provider.ready_nodes(request('gold'), None)
     assert [n['uuid'] for n in ready] == [lab['uuid']]
 
 
 def test_inventory_changes_are_picked_up(tmp_path):
     harness = StaticHarness(tmp_path)
-    backend = harness.backend()
-    assert backend.nodes() == []
+    provider = harness.provider()
+    assert provider.nodes() == []
     (node,) = harness.add_nodes(1, 'gold', shard='s')
-    assert [n['uuid'] for n in backend.nodes()] == [node]
-    assert backend.shard_keys() == {'s': 1}
+    assert [n['uuid'] for n in provider.nodes()] == [node]
+    assert provider.shard_keys() == {'s': 1}
 
 
 def test_broken_inventory_edit_is_reported_not_ignored(tmp_path):
     harness = StaticHarness(tmp_path)
-    backend = harness.backend()
+    provider = harness.provider()
     harness.add_nodes(1, 'gold')
     with open(harness.path, 'a') as f:
         f.write('- {uuid: oops}\n')
     with pytest.raises(exception.StaticInventoryInvalid):
-        backend.ready_nodes(backend_suite.request('gold'), None)
+        provider.ready_nodes(request('gold'), None)
 
 
 def test_claim_rechecks_stale_candidates(tmp_path):
     harness = StaticHarness(tmp_path)
     (node,) = harness.add_nodes(1, 'gold')
-    backend = harness.backend()
-    requirements = backend_suite.request('gold')
-    candidates = backend.ready_nodes(requirements, None)
+    provider = harness.provider()
+    requirements = request('gold')
+    candidates = provider.ready_nodes(requirements, None)
     harness.entries[0]['maintenance'] = True
-    harness._write()
+    harness.write()
     with pytest.raises(exception.NodeAlreadyClaimed):
-        backend.claim(candidates, 'i-1', requirements,
-                      time.monotonic() + 10)
+        provider.claim(candidates, 'i-1', requirements,
+                       time.monotonic() + 10)
     with pytest.raises(exception.NodeAlreadyClaimed):
-        backend.claim([], 'i-1', requirements, time.monotonic() + 10)
-    assert backend.reservations() == []
+        provider.claim([], 'i-1', requirements, time.monotonic() + 10)
+    assert provider.reservations() == []
 
 
 def test_claim_past_deadline_times_out(tmp_path):
     harness = StaticHarness(tmp_path)
     harness.add_nodes(1, 'gold')
-    backend = harness.backend()
-    requirements = backend_suite.request('gold')
-    candidates = backend.ready_nodes(requirements, None)
-    # Another process (another open file) holds the lock past the deadline.
-    with open(backend.lock_path, 'a') as holder:
-        fcntl.flock(holder, fcntl.LOCK_EX)
+    provider = harness.provider()
+    requirements = request('gold')
+    candidates = provider.ready_nodes(requirements, None)
+    # Another process holds the lock past the deadline.
+    holder = _LockHolder(harness.path)
+    with holder:
         started = time.monotonic()
         with pytest.raises(exception.ClaimTimeout):
-            backend.claim(candidates, 'i-1', requirements, started + 0.2)
+            provider.claim(candidates, 'i-1', requirements, started + 0.2)
         assert time.monotonic() - started < 5
-    assert backend.lookup('i-1') is None
+    assert provider.lookup('i-1') is None
     # Once the lock is free again, the claim goes through.
-    assert backend.claim(candidates, 'i-1', requirements,
-                         time.monotonic() + 10).instance_uuid == 'i-1'
+    assert provider.claim(candidates, 'i-1', requirements,
+                          time.monotonic() + 10).instance_uuid == 'i-1'
 
 
 def test_state_file_is_plain_json_next_to_inventory(tmp_path):
     harness = StaticHarness(tmp_path)
     (node,) = harness.add_nodes(1, 'gold', shard='s1')
-    backend = harness.backend()
-    backend.claim(backend.ready_nodes(backend_suite.request('gold'), None),
-                  'i-1', None, time.monotonic() + 10)
+    provider = harness.provider()
+    provider.claim(provider.ready_nodes(request('gold'), None),
+                   'i-1', request('gold'), time.monotonic() + 10)
 
     with open(harness.path + '.reservations.json') as f:
         document = json.load(f)
@@ -294,36 +251,36 @@ def test_state_file_is_plain_json_next_to_inventory(tmp_path):
 
 def test_corrupt_state_file_is_invalid(tmp_path):
     harness = StaticHarness(tmp_path)
-    with open(harness.path + static.STATE_SUFFIX, 'w') as f:
+    with open(harness.path + records.STATE_SUFFIX, 'w') as f:
         f.write('{"reservations": {"i-1": {"state": "nonsense"}}}')
     with pytest.raises(exception.StaticInventoryInvalid) as caught:
-        harness.backend()
-    assert caught.value.path.endswith(static.STATE_SUFFIX)
+        harness.provider()
+    assert caught.value.path.endswith(records.STATE_SUFFIX)
 
 
 def test_set_state(tmp_path):
     harness = StaticHarness(tmp_path)
     (node,) = harness.add_nodes(1, 'gold')
-    backend = harness.backend()
-    backend.claim(backend.nodes(), 'i-1', None, time.monotonic() + 10)
+    provider = harness.provider()
+    provider.claim(provider.nodes(), 'i-1', request('gold'),
+                   time.monotonic() + 10)
 
-    deploying = backend.set_state('i-1', 'deploying')
-    assert deploying.state == states.State.DEPLOYING
-    (shown,) = backend.nodes()
+    deploying = provider.set_state('i-1', 'deploying')
+    assert deploying.state == lifecycle.State.DEPLOYING
+    (shown,) = provider.nodes()
     assert shown['instance_uuid'] == 'i-1'
-    assert states.from_ironic_node(shown) == states.State.DEPLOYING
-    backend.set_state('i-1', states.State.ERROR)
+    provider.set_state('i-1', lifecycle.State.ERROR)
     with pytest.raises(exception.InvalidStateTransition):
-        backend.set_state('i-1', states.State.ACTIVE)
+        provider.set_state('i-1', lifecycle.State.ACTIVE)
     with pytest.raises(exception.ReservationError):
-        backend.set_state('i-2', states.State.ACTIVE)
-    backend.set_state('i-1', states.State.RELEASING)
-    released = backend.set_state('i-1', states.State.RELEASED)
+        provider.set_state('i-2', lifecycle.State.ACTIVE)
+    provider.set_state('i-1', lifecycle.State.RELEASING)
+    released = provider.set_state('i-1', lifecycle.State.RELEASED)
 
-    assert released.state == states.State.RELEASED
-    assert backend.lookup('i-1') is None
-    assert [n['uuid'] for n in backend.ready_nodes(
-        backend_suite.request('gold'), None)] == [node]
+    assert released.state == lifecycle.State.RELEASED
+    assert provider.lookup('i-1') is None
+    assert [n['uuid'] for n in provider.ready_nodes(
+        request('gold'), None)] == [node]
 
 
 # -- cross-process atomicity ------------------------------------------------
@@ -335,19 +292,19 @@ RACE_TIMEOUT = 60
 
 
 def _race_in_process(path, barrier, results):
-    """One process of the race: its own backend, its own threads."""
-    backend = static.StaticBackend(make_conf(), inventory=path)
-    requirements = backend_suite.request('gold')
+    """One process of the race: its own provider, its own threads."""
+    provider = static.StaticProvider(make_conf(), inventory_path=path)
+    requirements = request('gold')
     # Read once, before anyone claims: every thread races on a stale list.
-    candidates = backend.ready_nodes(requirements, None)
+    candidates = provider.ready_nodes(requirements, None)
 
     def claim():
         instance = uuidutils.generate_uuid()
         mine = random.sample(candidates, len(candidates))
         barrier.wait()
         try:
-            won = backend.claim(mine, instance, requirements,
-                                time.monotonic() + RACE_TIMEOUT)
+            won = provider.claim(mine, instance, requirements,
+                                 time.monotonic() + RACE_TIMEOUT)
             results.put((instance, won.node_uuid))
         except exception.NodeAlreadyClaimed:
             results.put((instance, None))
@@ -396,5 +353,217 @@ def test_processes_never_double_book(tmp_path):
     assert len(won) == NODES
     assert set(won.values()) == nodes
     held = {r.instance_uuid: r.node_uuid
-            for r in harness.backend().reservations()}
+            for r in harness.provider().reservations()}
     assert held == won
+
+
+class _LockHolder(object):
+    """Holds the provider's inter-process lock from another process."""
+
+    def __init__(self, inventory_path):
+        self._path = inventory_path
+        context = multiprocessing.get_context('fork')
+        self._held = context.Event()
+        self._release = context.Event()
+        self._process = context.Process(target=self._hold)
+
+    def _hold(self):
+        lock = lockutils.external_lock(
+            os.path.basename(self._path) + records.LOCK_SUFFIX,
+            lock_path=os.path.dirname(self._path))
+        with lock:
+            self._held.set()
+            self._release.wait(RACE_TIMEOUT)
+
+    def __enter__(self):
+        self._process.start()
+        assert self._held.wait(RACE_TIMEOUT)
+        return self
+
+    def __exit__(self, *exc_info):
+        self._release.set()
+        self._process.join(RACE_TIMEOUT)
+
+
+# -- durability --------------------------------------------------------------
+
+def _claim_and_die(path, connection):
+    provider = static.StaticProvider(make_conf(), inventory_path=path)
+    requirements = request('gold')
+    reservation = provider.claim(provider.ready_nodes(requirements, None),
+                                 'i-killed', requirements,
+                                 time.monotonic() + 10)
+    connection.send(reservation.node_uuid)
+    # No cleanup of any kind: what the claim wrote must already be there.
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_claim_that_returned_survives_the_process(tmp_path):
+    harness = StaticHarness(tmp_path)
+    harness.add_nodes(2, 'gold')
+    context = multiprocessing.get_context('fork')
+    ours, theirs = context.Pipe()
+    child = context.Process(target=_claim_and_die,
+                            args=(harness.path, theirs))
+    child.start()
+    assert ours.poll(RACE_TIMEOUT)
+    node = ours.recv()
+    child.join(RACE_TIMEOUT)
+    assert child.exitcode == -signal.SIGKILL
+
+    provider = harness.provider()
+    assert provider.lookup('i-killed').node_uuid == node
+    # The dead process's lock is gone with it: others claim at once.
+    other = provider.claim(provider.ready_nodes(request('gold'), None),
+                           'i-other', request('gold'), time.monotonic() + 5)
+    assert other.node_uuid != node
+
+
+def test_writes_sync_the_file_and_its_directory(tmp_path, monkeypatch):
+    harness = StaticHarness(tmp_path)
+    harness.add_nodes(1, 'gold')
+    provider = harness.provider()
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.path.realpath('/proc/self/fd/%d' % fd))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, 'fsync', fsync)
+    provider.claim(provider.nodes(), 'i-1', request('gold'),
+                   time.monotonic() + 10)
+
+    assert str(tmp_path) in synced
+    assert any(path.startswith(harness.path + records.STATE_SUFFIX)
+               for path in synced)
+
+
+# -- hand-over, return and power through operator hooks ----------------------
+
+HOOK = """#!/bin/sh
+echo "$@ node=$IRONIC_MULTI_NODE_UUID instance=$IRONIC_MULTI_INSTANCE_UUID \
+host=$IRONIC_MULTI_HOST image=$IRONIC_MULTI_IMAGE_SOURCE" >> {log}
+echo "said $1"
+{extra}
+"""
+
+
+def hook(tmp_path, name, extra=''):
+    """A hook script that logs its arguments and environment."""
+    log = tmp_path / (name + '.log')
+    script = tmp_path / (name + '.sh')
+    script.write_text(HOOK.format(log=log, extra=extra))
+    script.chmod(0o755)
+    return str(script), log
+
+
+def deployment(instance, vifs=(), configdrive=None):
+    return base.Deployment(instance_uuid=instance, host='host-1',
+                           image_source='img-1', vifs=vifs,
+                           configdrive=configdrive)
+
+
+def claimed(tmp_path, **options):
+    harness = StaticHarness(tmp_path, make_conf(**options))
+    (node,) = harness.add_nodes(1, 'gold')
+    provider = harness.provider()
+    reservation = provider.claim(provider.nodes(), 'i-1', request('gold'),
+                                 time.monotonic() + 10)
+    return provider, reservation, node
+
+
+def test_hooks_run_for_handover_power_and_return(tmp_path):
+    handover, handover_log = hook(tmp_path, 'handover')
+    power, power_log = hook(tmp_path, 'power')
+    back, back_log = hook(tmp_path, 'return')
+    provider, reservation, node = claimed(
+        tmp_path, static_handover_command=handover + ' --flag',
+        static_power_command=power, static_return_command=back)
+
+    active = provider.deploy(reservation, deployment('i-1'))
+    assert active.state == lifecycle.State.ACTIVE
+    assert active.host == 'host-1'
+    assert active.power_state == lifecycle.PowerState.ON
+    assert handover_log.read_text() == (
+        '--flag handover %s node=%s instance=i-1 host=host-1 image=img-1\n'
+        % (node, node))
+
+    provider.power(active, base.PowerAction.SOFT_REBOOT)
+    provider.power(active, base.PowerAction.OFF)
+    assert provider.lookup('i-1').power_state == lifecycle.PowerState.OFF
+    assert [line.split(' node=')[0] for line in
+            power_log.read_text().splitlines()] == [
+        'reboot %s' % node, 'power off %s' % node]
+
+    provider.teardown(active)
+    assert back_log.read_text().startswith('return %s' % node)
+    assert provider.instances('host-1') == {}
+    assert provider.release('i-1').state == lifecycle.State.RELEASED
+
+
+def test_failed_handover_is_a_deploy_failure_that_returns_the_node(tmp_path):
+    handover, _ = hook(tmp_path, 'handover', extra='echo broken >&2; exit 4')
+    back, back_log = hook(tmp_path, 'return')
+    provider, reservation, node = claimed(
+        tmp_path, static_handover_command=handover,
+        static_return_command=back)
+
+    with pytest.raises(exception.DeployFailed) as caught:
+        provider.deploy(reservation, deployment('i-1'))
+    assert 'exit code 4' in str(caught.value)
+    assert 'broken' in str(caught.value)
+    assert node in str(caught.value)
+    assert back_log.read_text().startswith('return %s' % node)
+    # The claim stays for the caller to release.
+    assert provider.lookup('i-1').state == lifecycle.State.RELEASING
+
+
+def test_failed_return_keeps_the_node_out_of_service(tmp_path):
+    back, _ = hook(tmp_path, 'return', extra='exit 1')
+    provider, reservation, node = claimed(tmp_path,
+                                          static_return_command=back)
+    active = provider.deploy(reservation, deployment('i-1'))
+
+    with pytest.raises(exception.TeardownFailed):
+        provider.teardown(active)
+    assert provider.lookup('i-1').state == lifecycle.State.ERROR
+    assert provider.ready_nodes(request('gold'), None) == []
+
+
+def test_a_hook_that_hangs_is_killed_at_its_timeout(tmp_path):
+    power, _ = hook(tmp_path, 'power',
+                    extra='sleep 60 & echo $! > %s/child; wait' % tmp_path)
+    provider, reservation, node = claimed(
+        tmp_path, static_power_command=power, static_command_timeout=1)
+    active = provider.deploy(reservation, deployment('i-1'))
+
+    started = time.monotonic()
+    with pytest.raises(exception.PowerActionFailed) as caught:
+        provider.power(active, base.PowerAction.OFF)
+    assert time.monotonic() - started < 10
+    assert 'timed out after 1 s' in str(caught.value)
+    # Its children are gone too.
+    child = int((tmp_path / 'child').read_text())
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(child, 0)
+            time.sleep(0.1)
+    assert provider.lookup('i-1').power_state == lifecycle.PowerState.ON
+
+
+def test_what_static_nodes_cannot_do(tmp_path):
+    provider, reservation, node = claimed(tmp_path,
+                                          static_power_command=None)
+    with pytest.raises(exception.NotSupported):
+        provider.deploy(reservation, deployment('i-1', vifs=('port-1',)))
+    with pytest.raises(exception.NotSupported):
+        provider.deploy(reservation, deployment(
+            'i-1', configdrive=lambda: 'drive'))
+    active = provider.deploy(reservation, deployment('i-1'))
+    for call in (lambda: provider.power(active, base.PowerAction.ON),
+                 lambda: provider.attach_vif(active, 'port-1'),
+                 lambda: provider.rebuild(active, deployment('i-1'))):
+        with pytest.raises(exception.NotSupported):
+            call()
+    assert provider.lookup('i-1').state == lifecycle.State.ACTIVE

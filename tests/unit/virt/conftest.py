@@ -16,16 +16,15 @@ from oslo_config import fixture as config_fixture
 import pytest
 
 from ironic_multi.conf import CONF
+from ironic_multi.virt import driver
 from tests.unit.virt import fakes
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def conf():
+    """The global CONF (Nova's options and ours), restored afterwards."""
     fixture = config_fixture.Config(CONF)
     fixture.setUp()
-    fixture.config(deploy_timeout=60, unprovision_timeout=60,
-                   power_timeout=30, state_poll_interval=1.0,
-                   group='ironic_multi')
     yield fixture
     fixture.cleanUp()
 
@@ -44,10 +43,15 @@ def clock(monkeypatch):
 
 
 @pytest.fixture
-def api():
-    return fakes.make_api()
+def reserver():
+    return fakes.FakeReserver()
 
 
 @pytest.fixture
-def reserver(api):
-    return fakes.FakeReserver(api)
+def drv(reserver):
+    """A driver started on fakes.HOST; the calls recorded start after."""
+    drv = driver.IronicMultiDriver(None, reserver=reserver)
+    drv.init_host(fakes.HOST)
+    assert reserver.started
+    del reserver.calls[:]
+    return drv

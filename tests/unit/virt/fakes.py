@@ -14,19 +14,21 @@
 
 """Test doubles of the driver's collaborators: a Reserver and Nova objects.
 
-Ironic itself is a ``mock.create_autospec`` of IronicAPI in each test:
-what it answers is part of the scenario.
+The driver talks only to the Reserver: :class:`FakeReserver` keeps its
+reservations in a dict, records every call and raises what a test
+configures.  What a node provider does with Ironic is tested against the
+provider (tests/unit/reservation/providers).
 """
 
+import dataclasses
+import types
 from unittest import mock
 
 from nova import objects
 
 from ironic_multi import exception
-from ironic_multi.ironic import client
-from ironic_multi.reservation.backends import base
-from ironic_multi.reservation import states
-from ironic_multi.virt import instances
+from ironic_multi.reservation import lifecycle
+from ironic_multi.reservation.providers import base
 
 objects.register_all()
 
@@ -36,88 +38,138 @@ INSTANCE = 'a7a9a2a6-7ee0-4a4c-bb36-6b6a0cbd2d01'
 IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
 BAREMETAL_SPECS = {'resources:CUSTOM_BAREMETAL': '1', 'resources:VCPU': '0',
                    'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'}
-
-
-def make_api():
-    return mock.create_autospec(client.IronicAPI, instance=True)
-
-
-def node(provision_state='available', instance_uuid=INSTANCE,
-         power_state='power off', target=None, maintenance=False,
-         last_error=None, uuid=NODE, **extra):
-    """A node dict as IronicAPI returns it with the driver's fields."""
-    return dict({'uuid': uuid, 'instance_uuid': instance_uuid,
-                 'provision_state': provision_state,
-                 'target_provision_state': target,
-                 'power_state': power_state, 'target_power_state': None,
-                 'maintenance': maintenance, 'last_error': last_error,
-                 'resource_class': 'baremetal'}, **extra)
-
-
-def local_node(host=HOST, instance_uuid=INSTANCE, uuid=NODE,
-               power_state='power on'):
-    """A node as the listing of associated nodes returns it."""
-    return {'uuid': uuid, 'instance_uuid': instance_uuid,
-            'instance_info': {instances.HOST_KEY: host},
-            'power_state': power_state, 'provision_state': 'active'}
+ALL_FEATURES = frozenset(base.Feature)
 
 
 class FakeReserver(object):
-    """The Reserver API the driver uses, over a dict of claims."""
+    """The Reserver API the driver uses, over a dict of reservations.
 
-    def __init__(self, api, node_uuid=NODE, cluster=None, traits=()):
-        self.api = api
-        self.node_uuid = node_uuid
-        self.cluster = cluster or {}
-        self.traits = set(traits)
+    :ivar calls: ``(method name, args...)`` of every call, in order.
+    :ivar errors: ``{method name: exception}`` raised by that method
+        (after the call is recorded).
+    :ivar claims: ``{instance_uuid: requirements}`` of every claim.
+    :ivar deployments: the Deployments given to ``deploy`` and
+        ``rebuild``.
+    :ivar on_deploy: called with ``should_stop`` while deploying, as a
+        provider polls.
+    """
+
+    def __init__(self, features=ALL_FEATURES, cluster=None, traits=(),
+                 host=HOST):
+        self.provider = types.SimpleNamespace(name='fake',
+                                              features=frozenset(features))
+        self.host = host
+        self.cluster = dict(cluster or {})
+        self.traits = frozenset(traits)
+        self.held = {}
         self.claims = {}
-        self.claim_error = None
-        self.release_error = None
-        self.released = []
+        self.deployments = []
+        self.calls = []
+        self.errors = {}
+        self.on_deploy = None
         self.started = self.stopped = False
 
-    def start(self):
+    def _call(self, name, *args):
+        self.calls.append((name,) + args)
+        if name in self.errors:
+            raise self.errors[name]
+
+    def names(self):
+        """The names of the methods called, in order."""
+        return [call[0] for call in self.calls]
+
+    def hold(self, instance_uuid=INSTANCE, host=HOST,
+             power_state=lifecycle.PowerState.ON, node_uuid=NODE):
+        """Give ``instance_uuid`` a deployed node."""
+        self.held[instance_uuid] = lifecycle.Reservation(
+            instance_uuid=instance_uuid, node_uuid=node_uuid,
+            state=lifecycle.State.ACTIVE, host=host,
+            resource_class='baremetal', power_state=power_state)
+        return self.held[instance_uuid]
+
+    def _held(self, instance_uuid):
+        reservation = self.held.get(instance_uuid)
+        if reservation is None or reservation.node_uuid is None:
+            raise exception.ReservationNotFound(instance=instance_uuid)
+        return reservation
+
+    # -- life -------------------------------------------------------------
+
+    def start(self, background=True):
+        self._call('start')
         self.started = True
 
     def stop(self):
+        self._call('stop')
         self.stopped = True
 
-    def claim(self, instance_uuid, requirements):
-        if self.claim_error is not None:
-            raise self.claim_error
-        self.claims[instance_uuid] = requirements
-        return base.Reservation(instance_uuid=instance_uuid,
-                                node_uuid=self.node_uuid,
-                                state=states.State.CLAIMED,
-                                resource_class='baremetal')
-
-    def release(self, instance_uuid):
-        if self.release_error is not None:
-            raise self.release_error
-        self.released.append(instance_uuid)
-        if self.claims.pop(instance_uuid, None) is None:
-            return None
-        return base.Reservation(instance_uuid=instance_uuid,
-                                node_uuid=self.node_uuid,
-                                state=states.State.RELEASED)
-
-    def lookup(self, instance_uuid):
-        if instance_uuid not in self.claims:
-            return None
-        return base.Reservation(instance_uuid=instance_uuid,
-                                node_uuid=self.node_uuid,
-                                state=states.State.CLAIMED)
+    @property
+    def features(self):
+        return self.provider.features
 
     def cluster_capacity(self):
-        if isinstance(self.cluster, Exception):
-            raise self.cluster
-        return self.cluster
-
-    def local_capacity(self):
-        return self.cluster
+        self._call('cluster_capacity')
+        return {rc: dict(counts) for rc, counts in self.cluster.items()}
 
     def cluster_traits(self):
-        return set(self.traits)
+        self._call('cluster_traits')
+        return self.traits
+
+    # -- reservations -----------------------------------------------------
+
+    def claim(self, instance_uuid, requirements):
+        self._call('claim', instance_uuid, requirements)
+        self.claims[instance_uuid] = requirements
+        self.held[instance_uuid] = lifecycle.Reservation(
+            instance_uuid=instance_uuid, node_uuid=NODE,
+            state=lifecycle.State.CLAIMED, resource_class='baremetal')
+        return self.held[instance_uuid]
+
+    def release(self, instance_uuid):
+        self._call('release', instance_uuid)
+        reservation = self.held.pop(instance_uuid, None)
+        return None if reservation is None else reservation.released()
+
+    def lookup(self, instance_uuid):
+        self._call('lookup', instance_uuid)
+        return self.held.get(instance_uuid)
+
+    def instances(self):
+        self._call('instances')
+        return {uuid: r for uuid, r in self.held.items()
+                if r.host == self.host}
+
+    # -- what is done to a reserved node ---------------------------------
+
+    def deploy(self, reservation, deployment, should_stop=None):
+        self._call('deploy', reservation, deployment)
+        self.deployments.append(deployment)
+        if self.on_deploy is not None:
+            self.on_deploy(should_stop)
+        deployed = dataclasses.replace(
+            reservation, state=lifecycle.State.ACTIVE, host=deployment.host)
+        self.held[reservation.instance_uuid] = deployed
+        return deployed
+
+    def teardown(self, instance_uuid, vifs=()):
+        self._call('teardown', instance_uuid, tuple(vifs))
+        return self.held.get(instance_uuid)
+
+    def rebuild(self, instance_uuid, deployment):
+        self._call('rebuild', instance_uuid, deployment)
+        self._held(instance_uuid)
+        self.deployments.append(deployment)
+
+    def power(self, instance_uuid, action, timeout=None):
+        self._call('power', instance_uuid, action, timeout)
+        self._held(instance_uuid)
+
+    def attach_vif(self, instance_uuid, vif_id):
+        self._call('attach_vif', instance_uuid, vif_id)
+        self._held(instance_uuid)
+
+    def detach_vif(self, instance_uuid, vif_id):
+        self._call('detach_vif', instance_uuid, vif_id)
 
 
 def flavor(extra_specs=None, **fields):
@@ -146,11 +198,3 @@ def instance(uuid=INSTANCE, **fields):
 def image_meta(**properties):
     return objects.ImageMeta.from_dict({'id': IMAGE, 'name': 'image',
                                         'properties': properties})
-
-
-def conflict(reason='locked'):
-    return exception.NodeConflict(node=NODE, reason=reason)
-
-
-def api_error(status_code, reason='refused'):
-    return exception.IronicAPIError(status_code=status_code, reason=reason)

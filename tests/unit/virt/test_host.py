@@ -12,8 +12,8 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+from unittest import mock
 import uuid
-
 
 from ironic_multi.virt import driver
 from ironic_multi.virt import host
@@ -69,3 +69,19 @@ def test_capabilities_refuse_what_bare_metal_cannot_do():
     assert caps['supports_attach_interface']
     assert caps['supports_image_type_raw']
     assert caps['supports_image_type_qcow2']
+
+
+def test_init_host_builds_the_reserver_of_the_host():
+    made = fakes.FakeReserver(host='compute-7')
+    with mock.patch.object(driver.reserver_mod, 'Reserver',
+                           return_value=made) as build:
+        drv = driver.IronicMultiDriver(None)
+        drv.init_host('compute-7')
+    build.assert_called_once_with(driver.CONF, host='compute-7')
+    assert drv.reserver is made
+    assert made.started
+    assert drv.get_available_nodes() == ['compute-7']
+
+
+def test_cleanup_before_init_host_is_harmless():
+    driver.IronicMultiDriver(None).cleanup_host(fakes.HOST)

@@ -20,7 +20,7 @@ from unittest import mock
 import pytest
 
 from ironic_multi import exception
-from ironic_multi.virt import instances
+from ironic_multi.reservation.providers.ironic import deploy
 from ironic_multi.virt import metadata
 from tests.unit.virt import fakes
 
@@ -51,13 +51,42 @@ def test_requirements_name_the_bad_key():
     assert 'trait:CUSTOM_X' in str(e.value)
 
 
-def test_instance_info_patch():
+def deployment(inst, image_meta=None, **kwargs):
+    image_meta = image_meta or fakes.image_meta()
+    reqs = metadata.requirements_for(inst, image_meta)
+    return metadata.deployment_for(inst, image_meta, reqs, fakes.HOST,
+                                   **kwargs)
+
+
+def test_deployment_for():
     inst = fakes.instance(flavor=fakes.flavor(
         dict(fakes.BAREMETAL_SPECS, **{'capabilities:boot_mode': 'uefi'}),
         ephemeral_gb=10, swap=512))
-    reqs = metadata.requirements_for(inst, fakes.image_meta())
-    values = patch_values(metadata.instance_info_patch(
-        inst, fakes.image_meta(), reqs, fakes.HOST))
+    found = deployment(inst, network_info=[{'id': 'vif-1'}, {'id': 'vif-2'}])
+    assert found.instance_uuid == fakes.INSTANCE
+    assert found.host == fakes.HOST
+    assert found.image_source == fakes.IMAGE
+    assert found.vifs == ('vif-1', 'vif-2')
+    assert found.configdrive is None
+    assert found.instance_info == {
+        'root_gb': '40',
+        'swap_mb': '512',
+        'ephemeral_gb': '10',
+        'vcpus': '2',
+        'memory_mb': '4096',
+        'flavor_name': 'baremetal',
+        'display_name': 'server-1',
+        'project_id': 'project',
+        'user_id': 'user',
+        'capabilities': json.dumps({'boot_mode': 'uefi'}),
+    }
+
+
+def test_deployment_as_the_ironic_provider_writes_it():
+    inst = fakes.instance(flavor=fakes.flavor(
+        dict(fakes.BAREMETAL_SPECS, **{'capabilities:boot_mode': 'uefi'}),
+        ephemeral_gb=10, swap=512))
+    values = patch_values(deploy.instance_info_patch(deployment(inst)))
     assert values == {
         '/instance_info/image_source': fakes.IMAGE,
         '/instance_info/root_gb': '40',
@@ -69,9 +98,60 @@ def test_instance_info_patch():
         '/instance_info/display_name': 'server-1',
         '/instance_info/project_id': 'project',
         '/instance_info/user_id': 'user',
-        '/instance_info/%s' % instances.HOST_KEY: fakes.HOST,
+        '/instance_info/nova_host_id': fakes.HOST,
         '/instance_info/capabilities': json.dumps({'boot_mode': 'uefi'}),
     }
+
+
+def test_deployment_names_the_required_traits():
+    inst = fakes.instance(flavor=fakes.flavor(dict(
+        fakes.BAREMETAL_SPECS, **{'trait:CUSTOM_RAID': 'required',
+                                  'trait:CUSTOM_SLOW': 'forbidden'})))
+    info = deployment(inst, fakes.image_meta(
+        **{'trait:CUSTOM_IMAGE': 'required'})).instance_info
+    # Ironic picks deploy templates by them.
+    assert info['traits'] == ['CUSTOM_IMAGE', 'CUSTOM_RAID']
+    assert 'traits' not in deployment(fakes.instance()).instance_info
+    assert 'capabilities' not in deployment(fakes.instance()).instance_info
+
+
+@pytest.mark.parametrize('preserve, expected', [
+    (None, None), (False, 'False'), (True, 'True')])
+def test_deployment_preserve_ephemeral(preserve, expected):
+    info = deployment(fakes.instance(),
+                      preserve_ephemeral=preserve).instance_info
+    assert info.get('preserve_ephemeral') == expected
+
+
+def test_deployment_ephemeral_format(conf):
+    conf.config(default_ephemeral_format='ext4')
+    info = deployment(fakes.instance(flavor=fakes.flavor(
+        ephemeral_gb=10))).instance_info
+    assert info['ephemeral_format'] == 'ext4'
+    # No ephemeral disk, no format.
+    assert 'ephemeral_format' not in deployment(
+        fakes.instance()).instance_info
+
+
+def test_deployment_config_drive_only_when_required():
+    inst = fakes.instance()
+    with mock.patch.object(metadata, 'build_configdrive',
+                           return_value='H4sI...') as build:
+        assert deployment(inst).configdrive is None
+        inst.config_drive = 'True'
+        found = deployment(inst, network_info=[{'id': 'vif-1'}],
+                           admin_password='pw', injected_files=[('/f', b'x')])
+        assert not build.called
+        assert found.configdrive() == 'H4sI...'
+    build.assert_called_once_with(inst, [{'id': 'vif-1'}], 'pw',
+                                  [('/f', b'x')])
+
+
+def test_vif_ids():
+    assert metadata.vif_ids(None) == ()
+    assert metadata.vif_ids([]) == ()
+    assert metadata.vif_ids([{'id': 'vif-1'}, {'id': 'vif-2'}]) == (
+        'vif-1', 'vif-2')
 
 
 def test_build_configdrive_is_gzipped_base64():

@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Power, instance listing, VIFs and the provider tree."""
+"""Power, instance listing, VIFs, capabilities and the provider tree."""
 
 from unittest import mock
 
@@ -23,85 +23,81 @@ from nova.objects import external_event
 import pytest
 
 from ironic_multi import exception
+from ironic_multi.reservation import lifecycle
+from ironic_multi.reservation.providers import base
 from ironic_multi.virt import capacity
 from ironic_multi.virt import driver
 from tests.unit.virt import fakes
-from tests.unit.virt.fakes import node
+
+Action = base.PowerAction
+OTHER = 'b6f3d1f2-7d1e-4f0a-9d4c-3c1f3f3a0a01'
 
 
-@pytest.fixture
-def drv(reserver):
-    drv = driver.IronicMultiDriver(None, reserver=reserver)
-    drv.init_host(fakes.HOST)
-    return drv
-
-
-def power(state, target=None, last_error=None):
-    return {'uuid': fakes.NODE, 'power_state': state,
-            'target_power_state': target, 'last_error': last_error}
-
-
-def power_calls(api):
-    return [(c.args[1], c.kwargs.get('soft')) for c in
-            api.set_power_state.call_args_list]
+def power_failed(action, reason='no BMC'):
+    return exception.PowerActionFailed(action=action, node=fakes.NODE,
+                                       reason=reason)
 
 
 # -- power ------------------------------------------------------------------
 
-def test_hard_reboot(drv, api, clock):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.side_effect = [power('power on', target='rebooting'),
-                                power('power on')]
-    drv.reboot(None, fakes.instance(), [], 'HARD')
-    assert power_calls(api) == [('rebooting', False)]
+@pytest.mark.parametrize('reboot_type, action', [
+    ('SOFT', Action.SOFT_REBOOT),
+    ('HARD', Action.REBOOT),
+])
+def test_reboot(drv, reserver, reboot_type, action):
+    reserver.hold()
+    drv.reboot(None, fakes.instance(), [], reboot_type)
+    assert reserver.calls == [('power', fakes.INSTANCE, action, None)]
 
 
-def test_soft_reboot_falls_back_to_hard(drv, api, clock):
-    api.node_by_instance.return_value = node('active')
-    api.set_power_state.side_effect = [fakes.api_error(400), None]
-    api.get_node.return_value = power('power on')
-    drv.reboot(None, fakes.instance(), [], 'SOFT')
-    assert power_calls(api) == [('rebooting', True), ('rebooting', False)]
-
-
-def test_power_off_soft_then_hard_after_timeout(drv, api, clock):
-    api.node_by_instance.return_value = node('active')
-    on, off = power('power on', target='soft power off'), power('power off')
-    reads = iter([on] * 10 + [off])
-    api.get_node.side_effect = lambda *a, **k: next(reads)
+def test_power_off_with_a_timeout_is_soft(drv, reserver):
+    reserver.hold()
     drv.power_off(fakes.instance(), timeout=3)
-    assert power_calls(api) == [('power off', True), ('power off', False)]
+    assert reserver.calls == [('power', fakes.INSTANCE, Action.SOFT_OFF, 3)]
 
 
-def test_power_off_and_on(drv, api, clock):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.side_effect = [power('power off'), power('power on')]
+def test_power_off_without_a_timeout_is_hard(drv, reserver):
+    reserver.hold()
     drv.power_off(fakes.instance())
+    drv.power_off(fakes.instance(), timeout=0, retry_interval=5)
+    assert reserver.calls == [('power', fakes.INSTANCE, Action.OFF, None)] * 2
+
+
+def test_power_on(drv, reserver):
+    reserver.hold()
     drv.power_on(None, fakes.instance(), [])
-    assert power_calls(api) == [('power off', False), ('power on', False)]
+    assert reserver.calls == [('power', fakes.INSTANCE, Action.ON, None)]
 
 
-def test_power_failure_is_reported(drv, api, clock):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.return_value = power('power off', last_error='no BMC')
-    with pytest.raises(nova_exception.InstancePowerOnFailure) as e:
-        drv.power_on(None, fakes.instance(), [])
+POWER_CALLS = [
+    (lambda d: d.reboot(None, fakes.instance(), [], 'SOFT'),
+     Action.SOFT_REBOOT, nova_exception.InstanceRebootFailure),
+    (lambda d: d.reboot(None, fakes.instance(), [], 'HARD'),
+     Action.REBOOT, nova_exception.InstanceRebootFailure),
+    (lambda d: d.power_off(fakes.instance(), timeout=3),
+     Action.SOFT_OFF, nova_exception.InstancePowerOffFailure),
+    (lambda d: d.power_off(fakes.instance()),
+     Action.OFF, nova_exception.InstancePowerOffFailure),
+    (lambda d: d.power_on(None, fakes.instance(), []),
+     Action.ON, nova_exception.InstancePowerOnFailure),
+]
+
+
+@pytest.mark.parametrize('call, action, nova_error', POWER_CALLS)
+def test_power_failure_is_reported(drv, reserver, call, action, nova_error):
+    reserver.hold()
+    reserver.errors['power'] = power_failed(action, 'no BMC')
+    with pytest.raises(nova_error) as e:
+        call(drv)
     assert 'no BMC' in str(e.value)
 
 
-def test_power_wait_is_bounded(drv, api, conf, clock):
-    conf.config(power_timeout=5, group='ironic_multi')
-    api.node_by_instance.return_value = node('active')
-    api.get_node.return_value = power('power off', target='power on')
-    with pytest.raises(nova_exception.InstancePowerOnFailure):
-        drv.power_on(None, fakes.instance(), [])
-    assert api.get_node.call_count <= 6
-
-
-def test_power_of_an_instance_without_node(drv, api):
-    api.node_by_instance.return_value = None
-    with pytest.raises(nova_exception.InstanceNotFound):
-        drv.power_on(None, fakes.instance(), [])
+@pytest.mark.parametrize('call, action, nova_error', POWER_CALLS)
+def test_power_of_an_instance_without_node(drv, reserver, call, action,
+                                           nova_error):
+    with pytest.raises(nova_exception.InstanceNotFound) as e:
+        call(drv)
+    assert fakes.INSTANCE in str(e.value)
 
 
 def test_power_update_event(drv):
@@ -109,43 +105,43 @@ def test_power_update_event(drv):
     drv.power_update_event(inst, external_event.POWER_OFF)
     assert inst.power_state == power_state.SHUTDOWN
     assert inst.vm_state == 'stopped'
+    assert inst.task_state is None
     inst.save.assert_called_once_with(expected_task_state='powering-off')
+    inst = fakes.instance(task_state='powering-on', vm_state='stopped')
+    drv.power_update_event(inst, external_event.POWER_ON)
+    assert inst.power_state == power_state.RUNNING
+    assert inst.vm_state == 'active'
+    inst.save.assert_called_once_with(expected_task_state='powering-on')
 
 
 # -- instances --------------------------------------------------------------
 
-@pytest.mark.parametrize('ironic, nova', [
-    ('power on', power_state.RUNNING),
-    ('power off', power_state.SHUTDOWN),
-    (None, power_state.NOSTATE),
-    ('error', power_state.NOSTATE),
+@pytest.mark.parametrize('power, nova', [
+    (lifecycle.PowerState.ON, power_state.RUNNING),
+    (lifecycle.PowerState.OFF, power_state.SHUTDOWN),
+    (lifecycle.PowerState.UNKNOWN, power_state.NOSTATE),
 ])
-def test_get_info_maps_power_states(drv, api, ironic, nova):
-    api.node_by_instance.return_value = node('active', power_state=ironic)
+def test_get_info_maps_power_states(drv, reserver, power, nova):
+    reserver.hold(power_state=power)
     assert drv.get_info(fakes.instance()).state == nova
 
 
-def test_get_info_without_node(drv, api):
-    api.node_by_instance.return_value = None
+def test_get_info_without_node(drv, reserver):
     assert drv.get_info(fakes.instance()).state == power_state.NOSTATE
 
 
-def test_list_instance_uuids_only_of_this_host(drv, api):
-    mine = 'b6f3d1f2-7d1e-4f0a-9d4c-3c1f3f3a0a01'
-    api.iter_nodes.return_value = [
-        fakes.local_node(instance_uuid=mine, uuid='n1'),
-        fakes.local_node(host='compute-2', instance_uuid='theirs',
-                         uuid='n2'),
-        # Claimed, not yet deployed by anyone: not listed.
-        dict(fakes.local_node(instance_uuid='new', uuid='n3'),
-             instance_info={})]
-    assert drv.list_instance_uuids() == [mine]
-    assert drv.get_num_instances() == 1
-    assert api.iter_nodes.call_args.kwargs['associated'] is True
+def test_list_instance_uuids_from_the_reserver(drv, reserver):
+    reserver.hold(OTHER, node_uuid='n2')
+    reserver.hold(fakes.INSTANCE, node_uuid='n1')
+    # The reserver answers for this host only.
+    reserver.hold('theirs', host='compute-2', node_uuid='n3')
+    assert drv.list_instance_uuids() == sorted([fakes.INSTANCE, OTHER])
+    assert drv.get_num_instances() == 2
+    assert set(reserver.names()) == {'instances'}
 
 
-def test_list_instances_reads_names_from_nova(drv, api):
-    api.iter_nodes.return_value = [fakes.local_node()]
+def test_list_instances_reads_names_from_nova(drv, reserver):
+    reserver.hold()
     found = [mock.Mock()]
     found[0].name = 'instance-00000001'
     with mock.patch('nova.objects.InstanceList.get_by_filters',
@@ -154,75 +150,148 @@ def test_list_instances_reads_names_from_nova(drv, api):
     assert get.call_args.args[1] == {'uuid': [fakes.INSTANCE]}
 
 
-def test_get_info_uses_the_last_listing(drv, api, clock):
-    api.iter_nodes.return_value = [fakes.local_node(power_state='power on')]
+def test_list_instances_without_instances_asks_nova_nothing(drv):
+    with mock.patch('nova.objects.InstanceList.get_by_filters') as get:
+        assert drv.list_instances() == []
+    assert not get.called
+
+
+def test_get_info_uses_the_last_listing(drv, reserver, clock):
+    reserver.hold(power_state=lifecycle.PowerState.ON)
     drv.list_instance_uuids()
+    # The node powered off since: the listing still answers.
+    reserver.hold(power_state=lifecycle.PowerState.OFF)
     assert drv.get_info(fakes.instance()).state == power_state.RUNNING
-    assert not api.node_by_instance.called
-    # Too old, or asked not to: Ironic is asked.
+    assert 'lookup' not in reserver.names()
+    # Too old, or asked not to: the reserver is asked.
     clock[0] += 61
-    api.node_by_instance.return_value = node('active',
-                                             power_state='power off')
     assert drv.get_info(fakes.instance()).state == power_state.SHUTDOWN
     assert drv.get_info(fakes.instance(),
                         use_cache=False).state == power_state.SHUTDOWN
-    assert api.node_by_instance.call_count == 2
+    assert reserver.names().count('lookup') == 2
 
 
-def test_listing_with_ironic_down_is_not_ready(drv, api):
-    api.iter_nodes.side_effect = exception.IronicUnavailable(reason='down')
+def test_get_info_asks_for_an_instance_the_listing_did_not_have(
+        drv, reserver, clock):
+    drv.list_instance_uuids()
+    reserver.hold(power_state=lifecycle.PowerState.OFF)
+    assert drv.get_info(fakes.instance()).state == power_state.SHUTDOWN
+    assert reserver.names() == ['instances', 'lookup']
+
+
+@pytest.mark.parametrize('error', [
+    exception.IronicUnavailable(reason='down'),
+    exception.CoordinationUnavailable(url='file://', reason='gone'),
+])
+def test_listing_with_the_provider_down_is_not_ready(drv, reserver, error):
+    reserver.errors['instances'] = error
     with pytest.raises(nova_exception.VirtDriverNotReady):
         drv.list_instance_uuids()
+    with pytest.raises(nova_exception.VirtDriverNotReady):
+        drv.get_num_instances()
 
 
-def test_instance_exists(drv, api):
-    api.node_by_instance.return_value = node('active')
-    assert drv.instance_exists(fakes.instance())
-    api.node_by_instance.return_value = None
+def test_instance_exists(drv, reserver):
     assert not drv.instance_exists(fakes.instance())
+    reserver.hold()
+    assert drv.instance_exists(fakes.instance())
+    assert reserver.calls == [('lookup', fakes.INSTANCE)] * 2
 
 
 def test_not_ready_before_init_host(reserver):
     drv = driver.IronicMultiDriver(None, reserver=reserver)
     with pytest.raises(nova_exception.VirtDriverNotReady):
         drv.list_instance_uuids()
+    with pytest.raises(nova_exception.VirtDriverNotReady):
+        drv.get_info(fakes.instance())
 
 
 # -- networking ---------------------------------------------------------------
 
-def test_vifs(drv, api):
-    api.node_by_instance.return_value = node('active')
+def test_vifs(drv, reserver):
+    reserver.hold()
     drv.plug_vifs(fakes.instance(), [{'id': 'vif-1'}])
-    assert not api.attach_vif.called
+    assert reserver.calls == []
     drv.attach_interface(None, fakes.instance(), None, {'id': 'vif-2'})
-    api.attach_vif.assert_called_once_with(fakes.NODE, 'vif-2')
     drv.detach_interface(None, fakes.instance(), {'id': 'vif-2'})
-    drv.unplug_vifs(fakes.instance(), [{'id': 'vif-1'}])
-    assert [c.args for c in api.detach_vif.call_args_list] == [
-        (fakes.NODE, 'vif-2'), (fakes.NODE, 'vif-1')]
-    api.node_by_instance.return_value = None
-    drv.unplug_vifs(fakes.instance(), [{'id': 'vif-1'}])
+    drv.unplug_vifs(fakes.instance(), [{'id': 'vif-1'}, {'id': 'vif-3'}])
+    drv.unplug_vifs(fakes.instance(), None)
+    assert reserver.calls == [('attach_vif', fakes.INSTANCE, 'vif-2'),
+                              ('detach_vif', fakes.INSTANCE, 'vif-2'),
+                              ('detach_vif', fakes.INSTANCE, 'vif-1'),
+                              ('detach_vif', fakes.INSTANCE, 'vif-3')]
     assert drv.network_binding_host_id(None, fakes.instance()) is None
+    assert drv.manages_network_binding_host_id()
 
 
-def test_attach_interface_failure(drv, api):
-    api.node_by_instance.return_value = node('active')
-    api.attach_vif.side_effect = fakes.api_error(400)
-    with pytest.raises(nova_exception.VirtualInterfacePlugException):
+def test_unplug_vifs_without_a_node(drv, reserver):
+    drv.unplug_vifs(fakes.instance(), [{'id': 'vif-1'}])
+    assert reserver.calls == [('detach_vif', fakes.INSTANCE, 'vif-1')]
+
+
+@pytest.mark.parametrize('error', [
+    exception.VifActionFailed(action='attach', vif='vif-2', node=fakes.NODE,
+                              reason='no free port'),
+    exception.NotSupported(provider='fake', feature=base.Feature.VIFS),
+])
+def test_attach_interface_failure(drv, reserver, error):
+    reserver.hold()
+    reserver.errors['attach_vif'] = error
+    with pytest.raises(nova_exception.VirtualInterfacePlugException) as e:
         drv.attach_interface(None, fakes.instance(), None, {'id': 'vif-2'})
+    assert str(error) in str(e.value)
+
+
+def test_attach_interface_without_a_node(drv, reserver):
+    with pytest.raises(nova_exception.InstanceNotFound):
+        drv.attach_interface(None, fakes.instance(), None, {'id': 'vif-2'})
+
+
+def test_detach_interface_failure(drv, reserver):
+    reserver.hold()
+    reserver.errors['detach_vif'] = exception.VifActionFailed(
+        action='detach', vif='vif-2', node=fakes.NODE, reason='locked')
+    with pytest.raises(nova_exception.VirtualInterfacePlugException) as e:
+        drv.detach_interface(None, fakes.instance(), {'id': 'vif-2'})
+    assert 'locked' in str(e.value)
+
+
+# -- capabilities -------------------------------------------------------------
+
+def test_attach_interface_follows_the_providers_vifs():
+    without = fakes.FakeReserver(features=fakes.ALL_FEATURES
+                                 - {base.Feature.VIFS})
+    drv = driver.IronicMultiDriver(None, reserver=without)
+    drv.init_host(fakes.HOST)
+    assert not drv.capabilities['supports_attach_interface']
+    # The class, and the other drivers of the process, are not changed.
+    assert driver.IronicMultiDriver.capabilities['supports_attach_interface']
+    other = driver.IronicMultiDriver(None, reserver=fakes.FakeReserver())
+    other.init_host(fakes.HOST)
+    assert other.capabilities['supports_attach_interface']
+    # The rest of the capabilities stay.
+    assert drv.capabilities['supports_image_type_raw']
+    assert not drv.capabilities['supports_evacuate']
 
 
 @pytest.mark.parametrize('call', [
     lambda d: d.attach_volume(None, {}, fakes.instance(), '/dev/sdb'),
+    lambda d: d.detach_volume(None, {}, fakes.instance(), '/dev/sdb'),
     lambda d: d.get_volume_connector(fakes.instance()),
     lambda d: d.snapshot(None, fakes.instance(), 'image', None),
     lambda d: d.live_migration(None, fakes.instance(), 'dest', None, None),
+    lambda d: d.migrate_disk_and_power_off(None, fakes.instance(), 'dest',
+                                           None, []),
     lambda d: d.rescue(None, fakes.instance(), [], None, 'pw', None, None),
+    lambda d: d.pause(fakes.instance()),
+    lambda d: d.suspend(None, fakes.instance()),
+    lambda d: d.set_admin_password(fakes.instance(), 'pw'),
 ])
-def test_unsupported_operations_say_so(drv, call):
+def test_unsupported_operations_say_so(drv, reserver, call):
     with pytest.raises(NotImplementedError) as e:
         call(drv)
     assert 'bare metal' in str(e.value)
+    assert reserver.calls == []
 
 
 # -- provider tree ------------------------------------------------------------
@@ -235,31 +304,32 @@ def tree():
     return tree
 
 
-def test_update_provider_tree(drv, api, reserver, tree):
+def test_update_provider_tree(drv, reserver, tree):
     reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
-    reserver.traits = {'CUSTOM_GPU'}
+    reserver.traits = {'CUSTOM_GPU', 'not-a-trait'}
     flavors = [{'extra_specs': fakes.BAREMETAL_SPECS}] * 2
     with mock.patch.object(capacity, 'flavors_on_host',
                            return_value=flavors) as on_host:
         drv.update_provider_tree(tree, fakes.HOST)
     on_host.assert_called_once_with(fakes.HOST)
     data = tree.data(fakes.HOST)
+    # 6 nodes taken, 2 of them by our instances: reserved hides the 4.
     assert data.inventory == {'CUSTOM_BAREMETAL': {
         'total': 10, 'reserved': 4, 'min_unit': 1, 'max_unit': 1,
         'step_size': 1, 'allocation_ratio': 1.0}}
     assert data.traits == {'COMPUTE_NODE', 'CUSTOM_GPU'}
+    # Only what the Reserver summed at its last refresh is read.
+    assert sorted(reserver.names()) == ['cluster_capacity', 'cluster_traits']
 
 
-def test_update_provider_tree_keeps_inventory_on_errors(drv, api, reserver,
-                                                        tree):
-    tree.update_inventory(fakes.HOST, {'CUSTOM_BAREMETAL': {
-        'total': 3, 'reserved': 0, 'min_unit': 1, 'max_unit': 1,
-        'step_size': 1, 'allocation_ratio': 1.0}})
-    reserver.cluster = exception.CoordinationUnavailable(url='file://',
-                                                         reason='gone')
-    reserver.cluster_traits = mock.Mock(side_effect=reserver.cluster)
+def test_update_provider_tree_follows_the_cluster(drv, reserver, tree):
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
     with mock.patch.object(capacity, 'flavors_on_host', return_value=[]):
         drv.update_provider_tree(tree, fakes.HOST)
-    data = tree.data(fakes.HOST)
-    assert data.inventory['CUSTOM_BAREMETAL']['total'] == 3
-    assert data.traits == {'COMPUTE_NODE', 'CUSTOM_OLD'}
+        reserver.cluster = {'baremetal': {'total': 12, 'free': 12},
+                            'gold': {'total': 1, 'free': 0}}
+        drv.update_provider_tree(tree, fakes.HOST)
+    inventory = tree.data(fakes.HOST).inventory
+    assert inventory['CUSTOM_BAREMETAL']['total'] == 12
+    assert inventory['CUSTOM_BAREMETAL']['reserved'] == 0
+    assert inventory['CUSTOM_GOLD']['reserved'] == 1

@@ -12,31 +12,23 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Spawn and destroy: claim, deploy, undo, tear down, release."""
+"""Spawn, destroy and rebuild: what the driver asks of the Reserver, and
+which Nova exception each failure becomes."""
 
+import json
 from unittest import mock
 
 from nova.compute import task_states
+from nova.compute import vm_states
 from nova import exception as nova_exception
 import pytest
 
 from ironic_multi import exception
-from ironic_multi.virt import driver
-from ironic_multi.virt import instances
+from ironic_multi.reservation.providers import base
 from ironic_multi.virt import metadata
 from tests.unit.virt import fakes
-from tests.unit.virt.fakes import node
 
-VALID = {'deploy': {'result': True}, 'power': {'result': True},
-         'rescue': {'result': None, 'reason': 'not supported'}}
 NETWORK_INFO = [{'id': 'vif-1'}, {'id': 'vif-2'}]
-
-
-@pytest.fixture
-def drv(reserver):
-    drv = driver.IronicMultiDriver(None, reserver=reserver)
-    drv.init_host(fakes.HOST)
-    return drv
 
 
 def spawn(drv, instance=None, image_meta=None, network_info=NETWORK_INFO,
@@ -47,188 +39,215 @@ def spawn(drv, instance=None, image_meta=None, network_info=NETWORK_INFO,
     return instance
 
 
-def provision_calls(api):
-    return [c.args[1] for c in api.set_provision_state.call_args_list]
+def deploy_failed(reason='boom'):
+    return exception.DeployFailed(node=fakes.NODE, reason=reason)
 
 
-def instance_info(api):
-    patch = api.patch_node.call_args_list[0].args[1]
-    return {op['path'].rsplit('/', 1)[1]: op['value'] for op in patch}
+def teardown_failed(reason='BMC gone'):
+    return exception.TeardownFailed(node=fakes.NODE, reason=reason)
 
 
 # -- spawn ------------------------------------------------------------------
 
-def test_spawn_claims_deploys_and_waits(drv, api, reserver, clock):
-    api.validate_node.return_value = VALID
-    api.get_node.side_effect = [node('deploying', target='active'),
-                                node('wait call-back', target='active'),
-                                node('active', power_state='power on')]
-    spawn(drv, image_meta=fakes.image_meta(
+def test_spawn_claims_then_deploys(drv, reserver):
+    inst = fakes.instance(flavor=fakes.flavor(dict(
+        fakes.BAREMETAL_SPECS, **{'capabilities:boot_mode': 'uefi'})))
+    spawn(drv, inst, image_meta=fakes.image_meta(
         **{'trait:CUSTOM_IMAGE': 'required'}))
 
+    assert reserver.names() == ['claim', 'deploy']
     reqs = reserver.claims[fakes.INSTANCE]
     assert reqs.resource_class == 'CUSTOM_BAREMETAL'
     assert reqs.project_id == 'project'
-    info = instance_info(api)
-    assert info['image_source'] == fakes.IMAGE
-    assert info[instances.HOST_KEY] == fakes.HOST
-    assert info['root_gb'] == '40'
-    assert info['traits'] == ['CUSTOM_IMAGE']
-    assert [c.args for c in api.attach_vif.call_args_list] == [
-        (fakes.NODE, 'vif-1'), (fakes.NODE, 'vif-2')]
-    api.validate_node.assert_called_once_with(fakes.NODE)
-    api.set_provision_state.assert_called_once_with(fakes.NODE, 'active',
-                                                    body=None)
-    assert api.get_node.call_count == 3
-    assert reserver.released == []
+    assert reqs.required_traits == {'CUSTOM_IMAGE'}
+    _name, reservation, deployment = reserver.calls[1]
+    # The node that was claimed is the one deployed.
+    assert reservation.node_uuid == fakes.NODE
+    assert reservation.instance_uuid == fakes.INSTANCE
+    assert deployment.instance_uuid == fakes.INSTANCE
+    assert deployment.host == fakes.HOST
+    assert deployment.image_source == fakes.IMAGE
+    assert deployment.vifs == ('vif-1', 'vif-2')
+    assert deployment.instance_info['root_gb'] == '40'
+    assert deployment.instance_info['traits'] == ['CUSTOM_IMAGE']
+    assert json.loads(deployment.instance_info['capabilities']) == {
+        'boot_mode': 'uefi'}
+    # No config drive asked for, none sent.
+    assert deployment.configdrive is None
+    assert fakes.INSTANCE in reserver.held
 
 
-def test_spawn_sends_capabilities_and_config_drive(drv, api, clock):
-    api.validate_node.return_value = VALID
-    api.get_node.return_value = node('active')
-    inst = fakes.instance(flavor=fakes.flavor(dict(
-        fakes.BAREMETAL_SPECS, **{'capabilities:boot_mode': 'uefi'})))
+def test_spawn_sends_the_config_drive_when_required(drv, reserver):
+    inst = fakes.instance()
     with mock.patch.object(metadata, 'configdrive_required',
                            return_value=True), \
             mock.patch.object(metadata, 'build_configdrive',
                               return_value='H4sI...') as build:
         spawn(drv, inst)
+        deployment = reserver.deployments[0]
+        # Built only when the provider asks for it.
+        assert not build.called
+        assert deployment.configdrive() == 'H4sI...'
     build.assert_called_once_with(inst, NETWORK_INFO, 'secret', [])
-    api.set_provision_state.assert_called_once_with(
-        fakes.NODE, 'active', body={'configdrive': 'H4sI...'})
-    assert instance_info(api)['capabilities'] == '{"boot_mode": "uefi"}'
 
 
-def test_spawn_validation_failure_undoes_and_reschedules(drv, api, reserver,
-                                                         clock):
-    api.validate_node.return_value = {
-        'deploy': {'result': False, 'reason': 'no image'},
-        'power': {'result': True}}
-    # The teardown reads the claimed, undeployed node.
-    api.get_node.return_value = node('available')
-    api.list_vifs.return_value = ['vif-3']
-    with pytest.raises(nova_exception.RescheduledException) as e:
-        spawn(drv)
-    assert 'no image' in str(e.value)
-    assert provision_calls(api) == []
-    assert sorted(c.args[1] for c in api.detach_vif.call_args_list) == [
-        'vif-1', 'vif-2', 'vif-3']
-    api.patch_node.assert_called_with(fakes.NODE, [
-        {'op': 'replace', 'path': '/instance_info', 'value': {}}])
-    assert reserver.released == [fakes.INSTANCE]
+def test_should_stop_raises_once_the_instance_is_being_deleted(drv,
+                                                               reserver):
+    inst = fakes.instance()
+    answers = []
+
+    def on_deploy(should_stop):
+        answers.append(should_stop())
+        inst.refresh.side_effect = lambda: setattr(
+            inst, 'task_state', task_states.DELETING)
+        with pytest.raises(nova_exception.UnexpectedDeletingTaskStateError):
+            should_stop()
+        inst.task_state = None
+        inst.refresh.side_effect = lambda: setattr(
+            inst, 'vm_state', vm_states.DELETED)
+        with pytest.raises(nova_exception.UnexpectedDeletingTaskStateError):
+            should_stop()
+        answers.append('checked')
+
+    reserver.on_deploy = on_deploy
+    spawn(drv, inst)
+    # Alive, it says nothing; it reads the instance anew each time.
+    assert answers == [None, 'checked']
+    assert inst.refresh.call_count == 3
 
 
-def test_spawn_deploy_failure_unprovisions_and_reschedules(drv, api,
-                                                           reserver, clock):
-    api.validate_node.return_value = VALID
-    api.get_node.side_effect = [
-        node('deploy failed', last_error='boom'),   # the deploy wait
-        node('deploy failed', last_error='boom'),   # the teardown's read
-        node('deleting', target='available'),
-        node('cleaning', instance_uuid=None)]
-    with pytest.raises(nova_exception.RescheduledException) as e:
-        spawn(drv)
-    assert 'boom' in str(e.value)
-    assert provision_calls(api) == ['active', 'deleted']
-    assert reserver.released == [fakes.INSTANCE]
+@pytest.mark.parametrize('deleted', [
+    lambda inst: setattr(inst, 'task_state', task_states.DELETING),
+    lambda inst: setattr(inst, 'vm_state', vm_states.DELETED),
+])
+def test_spawn_deleted_during_the_deploy_releases_and_reraises(
+        drv, reserver, deleted):
+    inst = fakes.instance()
+    inst.refresh.side_effect = lambda: deleted(inst)
+    reserver.on_deploy = lambda should_stop: should_stop()
+    with pytest.raises(nova_exception.UnexpectedDeletingTaskStateError):
+        spawn(drv, inst)
+    assert reserver.names() == ['claim', 'deploy', 'release']
+    assert fakes.INSTANCE not in reserver.held
 
 
-def test_spawn_deploy_timeout_is_bounded(drv, api, reserver, conf, clock):
-    conf.config(deploy_timeout=10, state_poll_interval=2.0,
-                group='ironic_multi')
-    api.validate_node.return_value = VALID
-    stuck = node('wait call-back', target='active')
-    reads = []
-
-    def get_node(uuid, fields=None):
-        reads.append(clock[0])
-        if api.set_provision_state.call_count == 2:   # deleted requested
-            return node('available', instance_uuid=None)
-        return stuck
-
-    api.get_node.side_effect = get_node
-    started = clock[0]
-    with pytest.raises(nova_exception.RescheduledException) as e:
-        spawn(drv)
-    assert 'within 10 seconds' in str(e.value)
-    assert reads[-1] - started <= 12
-    assert provision_calls(api) == ['active', 'deleted']
-    assert reserver.released == [fakes.INSTANCE]
+def test_spawn_of_an_instance_gone_from_nova_releases_and_reraises(
+        drv, reserver):
+    inst = fakes.instance()
+    inst.refresh.side_effect = nova_exception.InstanceNotFound(
+        instance_id=fakes.INSTANCE)
+    reserver.on_deploy = lambda should_stop: should_stop()
+    with pytest.raises(nova_exception.InstanceNotFound):
+        spawn(drv, inst)
+    assert reserver.names() == ['claim', 'deploy', 'release']
 
 
-def test_spawn_no_node_reschedules_without_deploying(drv, api, reserver):
-    reserver.claim_error = exception.NoNodeAvailable(
+def test_spawn_no_node_reschedules_without_deploying(drv, reserver):
+    reserver.errors['claim'] = exception.NoNodeAvailable(
         instance=fakes.INSTANCE, requirements='resource_class=X')
-    with pytest.raises(nova_exception.ComputeResourcesUnavailable):
+    with pytest.raises(nova_exception.ComputeResourcesUnavailable) as e:
         spawn(drv)
-    assert not api.patch_node.called
-    assert not api.set_provision_state.called
+    assert 'resource_class=X' in str(e.value)
+    assert reserver.names() == ['claim']
 
 
 @pytest.mark.parametrize('error', [
     exception.ClaimTimeout(instance=fakes.INSTANCE, timeout=60),
     exception.IronicUnavailable(reason='down'),
+    exception.CoordinationUnavailable(url='file://', reason='gone'),
 ])
-def test_spawn_claim_errors_reschedule(drv, api, reserver, error):
-    reserver.claim_error = error
-    with pytest.raises(nova_exception.RescheduledException):
+def test_spawn_claim_errors_release_and_reschedule(drv, reserver, error):
+    reserver.errors['claim'] = error
+    with pytest.raises(nova_exception.RescheduledException) as e:
         spawn(drv)
-    assert not api.set_provision_state.called
-    assert reserver.released == [fakes.INSTANCE]
+    assert str(error) in str(e.value)
+    assert reserver.names() == ['claim', 'release']
 
 
-def test_spawn_invalid_flavor_aborts_naming_the_key(drv, api, reserver):
+def test_spawn_claim_error_and_release_error_abort(drv, reserver):
+    # A reschedule with a reservation left behind could deploy the
+    # instance on two hosts' nodes.
+    reserver.errors['claim'] = exception.ClaimTimeout(
+        instance=fakes.INSTANCE, timeout=60)
+    reserver.errors['release'] = exception.IronicUnavailable(reason='down')
+    with pytest.raises(nova_exception.BuildAbortException):
+        spawn(drv)
+
+
+def test_spawn_invalid_flavor_aborts_naming_the_key(drv, reserver):
     inst = fakes.instance(flavor=fakes.flavor(
         {'resources:CUSTOM_BAREMETAL': '2'}))
     with pytest.raises(nova_exception.BuildAbortException) as e:
         spawn(drv, inst)
     assert 'resources:CUSTOM_BAREMETAL' in str(e.value)
-    assert reserver.claims == {}
+    assert reserver.calls == []
 
 
-def test_spawn_keeps_the_node_when_it_cannot_be_taken_back(drv, api,
-                                                           reserver, clock):
-    api.validate_node.return_value = VALID
-    api.get_node.return_value = node('deploy failed', last_error='boom')
-    api.set_provision_state.side_effect = [None, fakes.api_error(400)]
+def test_spawn_deploy_failure_releases_and_reschedules(drv, reserver):
+    reserver.errors['deploy'] = deploy_failed('boom')
+    with pytest.raises(nova_exception.RescheduledException) as e:
+        spawn(drv)
+    assert 'boom' in str(e.value)
+    assert fakes.NODE in str(e.value)
+    assert reserver.names() == ['claim', 'deploy', 'release']
+    assert reserver.held == {}
+
+
+def test_spawn_deploy_failure_and_release_error_abort(drv, reserver):
+    reserver.errors['deploy'] = deploy_failed()
+    reserver.errors['release'] = exception.IronicUnavailable(reason='down')
     with pytest.raises(nova_exception.BuildAbortException):
         spawn(drv)
+
+
+def test_spawn_keeps_the_node_when_it_cannot_be_taken_back(drv, reserver):
+    reserver.errors['deploy'] = teardown_failed('BMC gone')
+    with pytest.raises(nova_exception.BuildAbortException) as e:
+        spawn(drv)
+    assert 'BMC gone' in str(e.value)
     # Releasing would offer a node that may hold the instance's disk.
-    assert reserver.released == []
-    assert fakes.INSTANCE in reserver.claims
+    assert 'release' not in reserver.names()
+    assert fakes.INSTANCE in reserver.held
 
 
-def test_spawn_aborted_by_delete_does_not_reschedule(drv, api, reserver,
-                                                     clock):
-    api.validate_node.return_value = VALID
-    inst = fakes.instance()
-
-    def deleting():
-        inst.task_state = task_states.DELETING
-
-    inst.refresh.side_effect = deleting
-    api.get_node.return_value = node('available')
-    with pytest.raises(nova_exception.UnexpectedDeletingTaskStateError):
-        spawn(drv, inst)
-    assert reserver.released == [fakes.INSTANCE]
+def test_spawn_on_a_provider_that_cannot_deploy_aborts(drv, reserver):
+    reserver.errors['deploy'] = exception.NotSupported(
+        provider='fake', feature=base.Feature.CONFIGDRIVE)
+    with pytest.raises(nova_exception.BuildAbortException) as e:
+        spawn(drv)
+    assert 'config drive' in str(e.value)
+    assert reserver.names() == ['claim', 'deploy', 'release']
 
 
 def test_spawn_refuses_boot_from_volume(drv, reserver):
     bdm = mock.Mock(boot_index=0)
     bdm.__getitem__ = lambda self, key: {'boot_index': 0}[key]
     with mock.patch('nova.block_device.get_root_bdm', return_value=bdm):
-        with pytest.raises(nova_exception.BuildAbortException):
+        with pytest.raises(nova_exception.BuildAbortException) as e:
             spawn(drv, block_device_info={'block_device_mapping': [bdm]})
-    assert reserver.claims == {}
+    assert 'volume' in str(e.value)
+    assert reserver.calls == []
 
 
-def test_spawn_powered_off_when_asked(drv, api, clock):
-    api.validate_node.return_value = VALID
-    api.get_node.side_effect = [node('active', power_state='power on'),
-                                node('active', power_state='power off')]
+def test_spawn_powered_off_when_asked(drv, reserver):
     spawn(drv, power_on=False)
-    api.set_power_state.assert_called_once_with(fakes.NODE, 'power off',
-                                                soft=False)
+    assert reserver.calls[-1] == ('power', fakes.INSTANCE,
+                                  base.PowerAction.OFF, None)
+    assert reserver.names() == ['claim', 'deploy', 'power']
+
+
+def test_spawn_powered_on_by_default(drv, reserver):
+    spawn(drv)
+    assert 'power' not in reserver.names()
+
+
+def test_spawn_power_off_failure_reaches_nova(drv, reserver):
+    reserver.errors['power'] = exception.PowerActionFailed(
+        action=base.PowerAction.OFF, node=fakes.NODE, reason='no BMC')
+    with pytest.raises(nova_exception.InstancePowerOffFailure):
+        spawn(drv, power_on=False)
+    # Nova destroys and reschedules: the node is its to tear down.
+    assert 'release' not in reserver.names()
 
 
 # -- destroy ----------------------------------------------------------------
@@ -237,126 +256,121 @@ def destroy(drv, instance=None, network_info=NETWORK_INFO):
     drv.destroy(None, instance or fakes.instance(), network_info)
 
 
-@pytest.mark.parametrize('maintenance', [False, True])
-def test_destroy_unprovisions_waits_and_releases(drv, api, reserver, clock,
-                                                 maintenance):
-    # Ironic tears down nodes in maintenance too (it refuses only deploy
-    # and rebuild), so maintenance takes the same path.
-    active = node('active', power_state='power on', maintenance=maintenance)
-    api.node_by_instance.return_value = active
-    api.get_node.side_effect = [active,
-                                node('deleting', target='available'),
-                                node('cleaning', instance_uuid=None)]
+def test_destroy_tears_down_then_releases(drv, reserver):
+    reserver.hold()
     destroy(drv)
-    api.node_by_instance.assert_called_once_with(
-        fakes.INSTANCE, fields=instances.NODE_FIELDS)
-    assert provision_calls(api) == ['deleted']
-    assert api.get_node.call_count == 3
-    assert reserver.released == [fakes.INSTANCE]
+    assert reserver.calls == [
+        ('teardown', fakes.INSTANCE, ('vif-1', 'vif-2')),
+        ('release', fakes.INSTANCE)]
+    assert reserver.held == {}
 
 
-def test_destroy_retries_a_locked_node(drv, api, reserver, clock):
-    api.node_by_instance.return_value = node('deploying', target='active')
-    api.get_node.side_effect = [node('deploying', target='active'),
-                                node('available', instance_uuid=None)]
-    api.set_provision_state.side_effect = [fakes.conflict(), None]
+def test_destroy_is_idempotent_without_a_node(drv, reserver):
     destroy(drv)
-    assert provision_calls(api) == ['deleted', 'deleted']
-    assert reserver.released == [fakes.INSTANCE]
+    destroy(drv, network_info=None)
+    assert reserver.calls == [('teardown', fakes.INSTANCE, ('vif-1', 'vif-2')),
+                              ('release', fakes.INSTANCE),
+                              ('teardown', fakes.INSTANCE, ()),
+                              ('release', fakes.INSTANCE)]
 
 
-def test_destroy_is_idempotent_without_a_node(drv, api, reserver):
-    api.node_by_instance.return_value = None
-    destroy(drv)
-    destroy(drv)
-    assert not api.set_provision_state.called
-    assert reserver.released == [fakes.INSTANCE, fakes.INSTANCE]
-
-
-def test_destroy_of_a_node_that_is_gone(drv, api, reserver):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.side_effect = exception.NodeNotFound(node=fakes.NODE)
-    destroy(drv)
-    assert not api.set_provision_state.called
-    assert reserver.released == [fakes.INSTANCE]
-
-
-def test_destroy_of_a_node_gone_during_teardown(drv, api, reserver, clock):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.side_effect = [node('active'),
-                                exception.NodeNotFound(node=fakes.NODE)]
-    destroy(drv)
-    assert reserver.released == [fakes.INSTANCE]
-
-
-def test_destroy_of_a_claimed_undeployed_node(drv, api, reserver):
-    api.node_by_instance.return_value = node('available')
-    api.get_node.return_value = node('available')
-    api.list_vifs.return_value = []
-    destroy(drv, network_info=[{'id': 'vif-1'}])
-    assert not api.set_provision_state.called
-    api.detach_vif.assert_called_once_with(fakes.NODE, 'vif-1')
-    assert reserver.released == [fakes.INSTANCE]
-
-
-def test_destroy_failed_teardown_keeps_the_reservation(drv, api, reserver,
-                                                       clock):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.side_effect = [node('active'),
-                                node('error', last_error='BMC gone')]
+def test_destroy_failed_teardown_keeps_the_reservation(drv, reserver):
+    reserver.hold()
+    reserver.errors['teardown'] = teardown_failed('BMC gone')
     with pytest.raises(nova_exception.InstanceTerminationFailure) as e:
         destroy(drv)
     assert 'BMC gone' in str(e.value)
-    assert reserver.released == []
+    assert 'release' not in reserver.names()
+    assert fakes.INSTANCE in reserver.held
 
 
-def test_destroy_teardown_is_bounded(drv, api, reserver, conf, clock):
-    conf.config(unprovision_timeout=5, group='ironic_multi')
-    api.node_by_instance.return_value = node('active')
-    api.get_node.return_value = node('deleting', target='available')
+def test_destroy_with_the_provider_down(drv, reserver):
+    reserver.errors['teardown'] = exception.IronicUnavailable(reason='down')
     with pytest.raises(nova_exception.InstanceTerminationFailure):
         destroy(drv)
-    assert reserver.released == []
+    assert 'release' not in reserver.names()
 
 
-def test_destroy_with_ironic_down(drv, api, reserver):
-    api.node_by_instance.side_effect = exception.IronicUnavailable(
-        reason='down')
-    with pytest.raises(nova_exception.InstanceTerminationFailure):
+def test_destroy_failed_release(drv, reserver):
+    reserver.hold()
+    reserver.errors['release'] = exception.IronicUnavailable(reason='down')
+    with pytest.raises(nova_exception.InstanceTerminationFailure) as e:
         destroy(drv)
-    assert reserver.released == []
+    assert 'down' in str(e.value)
 
 
-def test_failed_spawn_cleanup_never_raises(drv, api, reserver):
-    api.node_by_instance.side_effect = exception.IronicUnavailable(
-        reason='down')
+def test_failed_spawn_cleanup_never_raises(drv, reserver):
+    reserver.errors['teardown'] = exception.IronicUnavailable(reason='down')
     drv.failed_spawn_cleanup(fakes.instance())
-    api.node_by_instance.side_effect = None
-    api.node_by_instance.return_value = None
+    del reserver.errors['teardown']
+    reserver.errors['release'] = exception.IronicUnavailable(reason='down')
     drv.failed_spawn_cleanup(fakes.instance())
-    assert reserver.released == [fakes.INSTANCE]
+    del reserver.errors['release']
+    drv.failed_spawn_cleanup(fakes.instance())
+    assert reserver.names() == ['teardown', 'teardown', 'release',
+                                'teardown', 'release']
 
 
 # -- rebuild ----------------------------------------------------------------
 
-def test_rebuild_reimages_in_place(drv, api, reserver, clock):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.side_effect = [node('deploying', target='active'),
-                                node('active')]
+def rebuild(drv, instance=None, **kwargs):
+    drv.rebuild(None, instance or fakes.instance(), fakes.image_meta(), [],
+                'secret', {}, [], None, None, **kwargs)
+
+
+def test_rebuild_reimages_in_place(drv, reserver):
+    reserver.hold()
     inst = fakes.instance(task_state=task_states.REBUILDING)
-    drv.rebuild(None, inst, fakes.image_meta(), [], None, {}, [], None,
-                None, network_info=[], preserve_ephemeral=True)
+    rebuild(drv, inst, network_info=NETWORK_INFO, preserve_ephemeral=True)
     inst.save.assert_called_once_with(
         expected_task_state=[task_states.REBUILDING])
     assert inst.task_state == task_states.REBUILD_SPAWNING
-    assert provision_calls(api) == ['rebuild']
-    assert instance_info(api)['preserve_ephemeral'] == 'True'
-    assert reserver.claims == {} and reserver.released == []
+    assert reserver.names() == ['rebuild']
+    _name, instance_uuid, deployment = reserver.calls[0]
+    assert instance_uuid == fakes.INSTANCE
+    assert deployment.instance_info['preserve_ephemeral'] == 'True'
+    assert deployment.image_source == fakes.IMAGE
+    assert deployment.host == fakes.HOST
+    assert deployment.vifs == ('vif-1', 'vif-2')
 
 
-def test_rebuild_failure(drv, api, clock):
-    api.node_by_instance.return_value = node('active')
-    api.get_node.return_value = node('deploy failed', last_error='bad image')
-    with pytest.raises(nova_exception.InstanceDeployFailure):
-        drv.rebuild(None, fakes.instance(), fakes.image_meta(), [], None,
-                    {}, [], None, None)
+def test_rebuild_failure(drv, reserver):
+    reserver.hold()
+    reserver.errors['rebuild'] = deploy_failed('bad image')
+    with pytest.raises(nova_exception.InstanceDeployFailure) as e:
+        rebuild(drv)
+    assert 'bad image' in str(e.value)
+
+
+def test_rebuild_on_a_provider_that_cannot(drv, reserver):
+    reserver.hold()
+    reserver.errors['rebuild'] = exception.NotSupported(
+        provider='fake', feature=base.Feature.REBUILD)
+    with pytest.raises(nova_exception.InstanceDeployFailure) as e:
+        rebuild(drv)
+    assert 'rebuild' in str(e.value)
+
+
+def test_rebuild_without_a_node(drv, reserver):
+    with pytest.raises(nova_exception.InstanceNotFound):
+        rebuild(drv)
+
+
+def test_rebuild_with_an_invalid_flavor(drv, reserver):
+    reserver.hold()
+    inst = fakes.instance(flavor=fakes.flavor(
+        {'resources:CUSTOM_BAREMETAL': '2'}))
+    with pytest.raises(nova_exception.InstanceDeployFailure) as e:
+        rebuild(drv, inst)
+    assert 'resources:CUSTOM_BAREMETAL' in str(e.value)
+    assert reserver.calls == []
+
+
+def test_rebuild_of_a_boot_volume_is_refused(drv, reserver):
+    reserver.hold()
+    inst = fakes.instance(task_state=task_states.REBUILDING)
+    with pytest.raises(nova_exception.NovaException) as e:
+        rebuild(drv, inst, reimage_boot_volume=True)
+    assert 'boot volume' in str(e.value)
+    assert reserver.calls == []
+    assert not inst.save.called

@@ -15,9 +15,10 @@
 """A thin layer over python-ironicclient.
 
 Every call goes through :meth:`IronicAPI._request`, which sends the
-negotiated microversion explicitly, retries only what is safe to retry
-(HTTP 503 and connection failures of idempotent requests, at a fixed pace, with
-a deadline), never retries a 409, and maps errors to
+negotiated microversion explicitly, bounds every request with a timeout
+(``[ironic] timeout``, cut to the caller's deadline), retries only what is
+safe to retry (HTTP 503 and connection failures of idempotent requests, at
+a fixed pace, within the deadline), never retries a 409, and maps errors to
 :mod:`ironic_multi.exception`.  Results are plain dicts, as Ironic's JSON.
 """
 
@@ -32,15 +33,16 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
-from ironic_multi.conf import CONF
-from ironic_multi.conf import ironic as ironic_conf
 from ironic_multi import exception
-from ironic_multi.ironic import versions
+from ironic_multi.reservation.providers.ironic import versions
 
 LOG = logging.getLogger(__name__)
 
 # Ironic's default [api]max_limit; asking for more silently gets less.
 PAGE_SIZE = 1000
+# Seconds one request may take when ``[ironic] timeout`` is unset: no
+# request waits without a bound.
+DEFAULT_TIMEOUT = 60.0
 _VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
 
 # The request never reached Ironic, or Ironic asked us to come back later:
@@ -59,8 +61,7 @@ def _session_from_conf(conf):
 class IronicAPI(object):
     """Access to one Ironic, with the microversion negotiated once."""
 
-    def __init__(self, conf=CONF, session=None, endpoint=None):
-        ironic_conf.register_opts(conf)
+    def __init__(self, conf, session=None, endpoint=None):
         self._conf = conf
         group = conf.ironic
         self._client = ic_client.Client(
@@ -130,8 +131,8 @@ class IronicAPI(object):
         :param idempotent: whether a request whose answer was lost may be
             sent again.  A lost non-idempotent one raises
             RequestOutcomeUnknown for the caller to settle.
-        :param deadline: ``time.monotonic()`` value after which no retry
-            starts.
+        :param deadline: ``time.monotonic()`` value past which no request
+            waits and no retry starts.
         """
         if deadline is None:
             deadline = getattr(self._local, 'deadline', None)
@@ -142,6 +143,7 @@ class IronicAPI(object):
         attempt = 0
         while True:
             attempt += 1
+            kwargs['timeout'] = self._timeout(method, url, deadline)
             try:
                 _resp, data = self._http.json_request(method, url, **kwargs)
                 return data or None
@@ -167,6 +169,20 @@ class IronicAPI(object):
                          'delay': delay})
             time.sleep(delay)
 
+    def _timeout(self, method, url, deadline):
+        """Seconds this request may take: the option, cut to the deadline.
+
+        :raises IronicUnavailable: the deadline has passed.
+        """
+        timeout = self._conf.ironic.timeout or DEFAULT_TIMEOUT
+        if deadline is None:
+            return timeout
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise exception.IronicUnavailable(
+                reason='no time left for %s %s' % (method, url))
+        return min(timeout, left)
+
     # -- nodes --------------------------------------------------------------
 
     def list_nodes(self, fields=None, detail=False, page_size=PAGE_SIZE,
@@ -174,29 +190,37 @@ class IronicAPI(object):
         """List nodes, paging with a marker and the same filters each time.
 
         Ironic's ``next`` links drop the filters, so they are never
-        followed.  ``filters`` are query parameters of ``GET /v1/nodes``
-        (``shard`` may be a list).
+        followed; each page is a request bounded by the thread's deadline.
+        ``filters`` are query parameters of ``GET /v1/nodes`` (``shard``
+        may be a list).
         """
         return list(self.iter_nodes(fields=fields, detail=detail,
                                     page_size=page_size, **filters))
 
     def iter_nodes(self, fields=None, detail=False, page_size=PAGE_SIZE,
                    **filters):
-        query = {key: _query_value(value) for key, value in filters.items()
+        path = '/v1/nodes/detail' if detail else '/v1/nodes'
+        return self._iter(path, 'nodes', fields, page_size, filters)
+
+    def _iter(self, path, key, fields, page_size, filters):
+        """Every item of a listing, page by page, lazily."""
+        query = {name: _query_value(value) for name, value in filters.items()
                  if value is not None}
         if fields:
             # The marker is a UUID: without it in the page we cannot page.
             query['fields'] = ','.join(sorted(set(fields) | {'uuid'}))
         query['limit'] = page_size
-        path = '/v1/nodes/detail' if detail else '/v1/nodes'
         marker = None
         while True:
             if marker:
                 query['marker'] = marker
-            page = self._request('GET', '%s?%s' % (
-                path, urllib.parse.urlencode(query)))['nodes']
+            answer = self._request('GET', '%s?%s' % (
+                path, urllib.parse.urlencode(query)))
+            page = answer[key]
             yield from page
-            if len(page) < page_size:
+            # Ironic may give fewer than asked ([api]max_limit): only the
+            # absence of its ``next`` link says that there is no more.
+            if not page or not answer.get('next'):
                 return
             marker = page[-1]['uuid']
 
@@ -226,7 +250,9 @@ class IronicAPI(object):
     def claim_node(self, node, instance_uuid, deadline=None):
         """Set ``instance_uuid`` on ``node``: Ironic's atomic claim.
 
-        :raises NodeAlreadyClaimed: the node (or the instance) is taken.
+        :raises InstanceAlreadyClaimed: the instance holds a node already
+            (perhaps this one).
+        :raises NodeAlreadyClaimed: another instance holds the node.
         :raises RequestOutcomeUnknown: the answer was lost; read back.
         """
         patch = [{'op': 'add', 'path': '/instance_uuid',
@@ -235,8 +261,15 @@ class IronicAPI(object):
             return self.patch_node(node, patch, idempotent=False,
                                    deadline=deadline)
         except exception.NodeConflict as e:
-            raise exception.NodeAlreadyClaimed(
-                node=node, instance=instance_uuid, reason=e.reason)
+            # Ironic names the instance that holds the node ("Node X is
+            # associated with instance A") or the one that holds another
+            # node ("Instance A is already associated with a node"); its
+            # API has no structured code for either, so the message is read
+            # here, once, and never by callers.
+            error = (exception.InstanceAlreadyClaimed
+                     if instance_uuid in str(e.reason)
+                     else exception.NodeAlreadyClaimed)
+            raise error(node=node, instance=instance_uuid, reason=e.reason)
 
     def set_provision_state(self, node, target, body=None):
         body = dict(body or {}, target=target)
@@ -246,13 +279,23 @@ class IronicAPI(object):
         except exception.IronicAPIError as e:
             raise _node_error(e, node)
 
-    def set_power_state(self, node, target, soft=False):
-        if soft:
-            target = {'power off': 'soft power off',
-                      'rebooting': 'soft rebooting'}.get(target, target)
+    def set_power_state(self, node, target):
         try:
             self._request('PUT', '/v1/nodes/%s/states/power' % node,
                           body={'target': target})
+        except exception.IronicAPIError as e:
+            raise _node_error(e, node)
+
+    def set_maintenance(self, node, reason):
+        try:
+            self._request('PUT', '/v1/nodes/%s/maintenance' % node,
+                          body={'reason': reason})
+        except exception.IronicAPIError as e:
+            raise _node_error(e, node)
+
+    def unset_maintenance(self, node):
+        try:
+            self._request('DELETE', '/v1/nodes/%s/maintenance' % node)
         except exception.IronicAPIError as e:
             raise _node_error(e, node)
 
@@ -264,12 +307,18 @@ class IronicAPI(object):
                 self._request('GET', '/v1/nodes/%s/vifs' % node)['vifs']]
 
     def attach_vif(self, node, vif_id):
+        """Attach a VIF; one attached already is fine.
+
+        :raises NodeConflict: Ironic refused it (a locked node, no free
+            port), read back: a 409 alone does not say which.
+        """
         try:
             self._request('POST', '/v1/nodes/%s/vifs' % node,
                           body={'id': vif_id})
         except exception.IronicAPIError as e:
-            if e.status_code != 409:  # already attached
-                raise _node_error(e, node)
+            if e.status_code == 409 and vif_id in self.list_vifs(node):
+                return
+            raise _node_error(e, node)
 
     def detach_vif(self, node, vif_id):
         try:
@@ -327,11 +376,9 @@ class IronicAPI(object):
             if e.status_code != 404:
                 raise
 
-    def list_allocations(self, **filters):
-        query = urllib.parse.urlencode(
-            {k: v for k, v in filters.items() if v is not None})
-        url = '/v1/allocations?%s' % query
-        return self._request('GET', url)['allocations']
+    def list_allocations(self, fields=None, **filters):
+        return list(self._iter('/v1/allocations', 'allocations', fields,
+                               PAGE_SIZE, filters))
 
 
 def _query_value(value):

@@ -30,45 +30,13 @@ import time
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from ironic_multi.reservation.providers.ironic import states
+
 LOG = logging.getLogger(__name__)
 
 # MariaDB keeps whole seconds: look a little further back than the newest
 # change seen so that a change in the same second is not missed.
 _OVERLAP = datetime.timedelta(seconds=2)
-
-_IN_USE_STATES = frozenset([
-    'active', 'deploying', 'wait call-back', 'deploy hold', 'rebuild'])
-
-
-def is_ready(node):
-    """Whether a claim may take ``node`` right now."""
-    return (node.get('provision_state') == 'available'
-            and not node.get('maintenance')
-            and not node.get('instance_uuid')
-            and not node.get('allocation_uuid')
-            and node.get('power_state') is not None)
-
-
-def is_usable(node):
-    """Whether ``node`` counts towards capacity: free or serving."""
-    if node.get('maintenance') or node.get('retired'):
-        return False
-    return is_ready(node) or (
-        bool(node.get('instance_uuid'))
-        and node.get('provision_state') in _IN_USE_STATES | {'available'})
-
-
-def count_capacity(nodes):
-    """``{resource_class: {'total': usable, 'free': ready}}``."""
-    counts = {}
-    for node in nodes:
-        if not is_usable(node):
-            continue
-        entry = counts.setdefault(node.get('resource_class'),
-                                  {'total': 0, 'free': 0})
-        entry['total'] += 1
-        entry['free'] += is_ready(node)
-    return counts
 
 
 class ReadyPool(object):
@@ -185,7 +153,7 @@ class ReadyPool(object):
         return [n for n in nodes if self._shard_of(n) in shards]
 
     def ready(self, shards=None):
-        return [n for n in self.nodes(shards) if is_ready(n)]
+        return [n for n in self.nodes(shards) if states.is_ready(n)]
 
     def mark_taken(self, node_uuid, instance_uuid):
         """A claim took (or lost) a node: stop offering it."""
@@ -195,20 +163,26 @@ class ReadyPool(object):
                 self._nodes[node_uuid] = dict(node,
                                               instance_uuid=instance_uuid)
 
-    def mark_released(self, node_uuid):
-        """Forget a released node until Ironic says it is ready again."""
+    def forget(self, node_uuid):
+        """Forget a changed node until a refresh reads it again.
+
+        Every change bumps the node's ``updated_at``: the next incremental
+        refresh brings it back as it is then.
+        """
         with self._lock:
             self._nodes.pop(node_uuid, None)
 
     def describe(self):
-        """What ``pool debug`` shows."""
+        """Counts and freshness, for logs and the operator CLI."""
         with self._lock:
             nodes = list(self._nodes.values())
         return {
-            'shards': sorted(self._shards),
+            'shards': len(self._shards),
             'nodes': len(nodes),
-            'ready': sum(1 for n in nodes if is_ready(n)),
-            'capacity': count_capacity(nodes),
+            'ready': sum(1 for n in nodes if states.is_ready(n)),
+            'full_read_age': (None if self._last_full is None
+                              else round(time.monotonic() - self._last_full,
+                                         1)),
             'newest_change': (self._newest_change.isoformat()
                               if self._newest_change else None),
         }

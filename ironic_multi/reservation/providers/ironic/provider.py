@@ -12,13 +12,12 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Reserve real Ironic nodes.
+"""Real Ironic nodes: the one provider that talks to Ironic.
 
-The claim is one atomic write in Ironic, never a lock of our own: an
-Allocation whose UUID is the instance UUID (API 1.52), or else the node's
-``instance_uuid`` set by PATCH.  Ironic refuses both with a conflict when
-the node (or the instance) is taken, so no interleaving of services can
-give one node to two instances, and one instance never holds two nodes.
+It reads the nodes of the owned shards into a ready pool, claims with one
+atomic write (:mod:`.claims`), deploys and tears down (:mod:`.deploy`),
+and powers nodes (:mod:`.power`), all through one
+:class:`~.client.IronicAPI`.
 """
 
 import time
@@ -26,40 +25,71 @@ import time
 from oslo_log import log as logging
 
 from ironic_multi import exception
-from ironic_multi.ironic import client as ironic_client
-from ironic_multi.reservation.backends import base
 from ironic_multi.reservation import filters
-from ironic_multi.reservation import pool as ready_pool
-from ironic_multi.reservation import ring
-from ironic_multi.reservation import states
+from ironic_multi.reservation import lifecycle
+from ironic_multi.reservation.providers import base
+from ironic_multi.reservation.providers.ironic import claims
+from ironic_multi.reservation.providers.ironic import client
+from ironic_multi.reservation.providers.ironic import deploy
+from ironic_multi.reservation.providers.ironic import pool as ready_pool
+from ironic_multi.reservation.providers.ironic import power
+from ironic_multi.reservation.providers.ironic import states
+from ironic_multi.reservation.providers.ironic import versions
+from ironic_multi.reservation import shards
 
 LOG = logging.getLogger(__name__)
 
 _BASE_FIELDS = ('uuid', 'name', 'resource_class', 'properties', 'traits',
                 'instance_uuid', 'provision_state', 'maintenance',
-                'power_state', 'conductor_group')
+                'power_state', 'conductor_group', 'extra')
 # Not ``allocation_uuid``: Ironic 39 answers HTTP 500 when it is in
 # ``fields``.  An allocation sets instance_uuid anyway.
 _FEATURE_FIELDS = {'owner': ('owner',), 'lessee': ('lessee',),
                    'shards': ('shard',)}
+# What a reservation is built from; instance_info holds the host mark.
+_RESERVATION_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
+                       'provision_state', 'power_state', 'resource_class',
+                       'shard')
+_HEALTH_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'power_state',
+                  'maintenance', 'maintenance_reason', 'last_error')
+# Up to this many nodes, a health check reads each; beyond, it lists.
+_HEALTH_GETS = 10
+_TROUBLE_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'maintenance',
+                   'maintenance_reason', 'last_error', 'extra')
 # Marks a node that a conflict showed to be taken, by whom we do not know;
 # the next refresh brings the truth.
 _TAKEN = 'taken'
-_ALLOCATION_POLL = 0.05
-_ALLOCATION_POLL_MAX = 1.0
+# Where failures and quarantine are written on a node: ``extra``, so that
+# they survive restarts and every service sees them.
+_MARKS = 'ironic_multi'
+_QUARANTINE_PREFIX = 'ironic-multi quarantine: '
 
 
-class IronicBackend(base.Backend):
+def _marks(node):
+    return dict((node.get('extra') or {}).get(_MARKS) or {})
+
+
+class IronicProvider(base.NodeProvider):
     name = 'ironic'
+    features = frozenset([base.Feature.VIFS, base.Feature.REBUILD,
+                          base.Feature.SOFT_POWER, base.Feature.CONFIGDRIVE,
+                          base.Feature.SHARD_ASSIGNMENT])
 
     def __init__(self, conf, api=None):
         super().__init__(conf)
-        self.api = api or ironic_client.IronicAPI(conf)
+        self.api = api or client.IronicAPI(conf)
         self._opts = conf.ironic_multi
         self.pool = ready_pool.ReadyPool(
             read_full=self._read_nodes, read_changed=self._read_changed,
             shard_of=self.shard_of,
             full_interval=self._opts.pool_full_refresh_interval)
+        self._ready = (filters.ReadyFilter(self._why_not_ready),)
+        self._cooling = (filters.ReadyFilter(self._why_cooling),)
+        self._claimer = claims.Claimer(
+            self.api, self._opts.use_allocations, self._opts.claim_timeout,
+            on_taken=lambda node: self.pool.mark_taken(node, _TAKEN))
+        self._deployer = deploy.Deployer(self.api, conf)
+        self._power = power.PowerControl(self.api, conf)
         self._fields = None
 
     # -- reading ----------------------------------------------------------
@@ -74,32 +104,22 @@ class IronicBackend(base.Backend):
             self._fields = tuple(fields)
         return self._fields
 
-    def shard_of(self, node):
-        return node.get('shard') or ring.fallback_shard(
-            node['uuid'], self._opts.fallback_shard_count)
-
-    def _split(self, shards):
-        """Real shard keys and the fallback keys of unsharded nodes."""
-        virtual = {ring.fallback_shard_name(i)
-                   for i in range(self._opts.fallback_shard_count)}
-        shards = set(shards)
-        return sorted(shards - virtual), shards & virtual
-
     def _read_nodes(self, shards, **filters):
-        """Nodes of ``shards`` (both kinds; None: all), filtered."""
+        """Nodes of ``shards`` (None: all), filtered."""
         filters.setdefault('conductor_group', self._opts.conductor_group)
         if shards is None:
             return self.api.list_nodes(fields=self.fields, **filters)
-        real, virtual = self._split(shards)
-        nodes = []
-        if real and self.api.supports('shards'):
-            nodes += self.api.list_nodes(fields=self.fields, shard=real,
-                                         **filters)
-        if virtual or not self.api.supports('shards'):
-            sharded = {'sharded': False} if self.api.supports('shards') else {}
-            nodes += [n for n in self.api.iter_nodes(fields=self.fields,
-                                                     **sharded, **filters)
-                      if self.shard_of(n) in virtual]
+        if not self.api.supports('shards'):
+            return [n for n in self.api.iter_nodes(fields=self.fields,
+                                                   **filters)
+                    if self.shard_of(n) in shards]
+        nodes = self.api.list_nodes(fields=self.fields, shard=sorted(shards),
+                                    **filters)
+        fallback = self.keys.fallback_among(shards)
+        if fallback:
+            nodes += [n for n in self.api.iter_nodes(
+                fields=self.fields, sharded=False, **filters)
+                if self.shard_of(n) in fallback]
         return nodes
 
     def _read_changed(self, shards):
@@ -119,9 +139,26 @@ class IronicBackend(base.Backend):
         else:
             unsharded = self.api.iter_nodes(fields=['uuid'])
         for node in unsharded:
-            key = self.shard_of({'uuid': node['uuid']})
+            key = self.keys.fallback_of(node['uuid'])
             counts[key] = counts.get(key, 0) + 1
         return counts
+
+    def assign_shards(self, count, dry_run=False):
+        if not self.api.supports('shards'):
+            raise exception.IronicVersionUnsupported(
+                server_max=versions.format(self.api.version), required='1.82',
+                feature='shard assignment')
+        keys = shards.ShardKeys(count)
+        assigned = {node['uuid']: keys.fallback_of(node['uuid'])
+                    for node in self.api.iter_nodes(
+                        fields=['uuid'], sharded=False,
+                        conductor_group=self._opts.conductor_group)}
+        if not dry_run:
+            for node_uuid, key in sorted(assigned.items()):
+                self.api.patch_node(node_uuid, [
+                    {'op': 'add', 'path': '/shard', 'value': key}])
+            LOG.info('Assigned shard keys to %d node(s)', len(assigned))
+        return assigned
 
     def bounded(self, deadline):
         return self.api.bounded(deadline)
@@ -132,154 +169,72 @@ class IronicBackend(base.Backend):
     def flush(self):
         self.pool.flush()
 
+    def describe(self):
+        return self.pool.describe()
+
     def nodes(self, shards):
         return self.pool.nodes(shards)
 
     def capacity(self, shards):
-        return ready_pool.count_capacity(self.pool.nodes(shards))
+        return states.count_capacity(self.pool.nodes(shards), self.shard_of)
+
+    def usable_traits(self, shards):
+        return {trait for node in self.pool.nodes(shards)
+                if states.is_usable(node)
+                for trait in node.get('traits') or ()}
+
+    def _why_cooling(self, node):
+        last = _marks(node).get('last_failure')
+        if last and time.time() - last < self._opts.failure_cooldown:
+            return 'failed %d s ago' % (time.time() - last)
+        return None
+
+    def _why_not_ready(self, node):
+        return states.why_not_ready(node) or self._why_cooling(node)
 
     def ready_nodes(self, requirements, shards):
-        return filters.match(self.pool.ready(shards), requirements)
+        return filters.match(self.pool.ready(shards), requirements,
+                             self._cooling + self.filters)
 
     def search(self, requirements, shards):
         nodes = self._read_nodes(
-            shards, provision_state='available', associated=False,
+            shards, provision_state=states.AVAILABLE, associated=False,
             maintenance=False)
-        return filters.match(nodes, requirements)
+        return filters.match(nodes, requirements, self._ready + self.filters)
 
-    # -- claiming ---------------------------------------------------------
+    # -- reservations -------------------------------------------------------
 
     def claim(self, candidates, instance_uuid, requirements, deadline):
         if not candidates:
             raise exception.NodeAlreadyClaimed(
                 node='-', instance=instance_uuid, reason='no candidates')
-        if self._opts.use_allocations and self.api.supports('allocations'):
-            reservation = self._claim_by_allocation(
-                candidates, instance_uuid, requirements, deadline)
-        else:
-            reservation = self._claim_by_patch(candidates, instance_uuid,
-                                               deadline)
-        self.pool.mark_taken(reservation.node_uuid, instance_uuid)
-        return reservation
-
-    def _claim_by_patch(self, candidates, instance_uuid, deadline):
-        for node in candidates:
-            try:
-                self.api.claim_node(node['uuid'], instance_uuid,
-                                    deadline=deadline)
-            except exception.NodeAlreadyClaimed as e:
-                if instance_uuid in str(e.reason):
-                    # The instance holds another node already (a retried
-                    # spawn, or an earlier answer that was lost).
-                    existing = self.lookup(instance_uuid)
-                    if existing is not None:
-                        return existing
-                LOG.debug('Node %(node)s was taken: %(reason)s',
-                          {'node': node['uuid'], 'reason': e.reason})
-                self.pool.mark_taken(node['uuid'], _TAKEN)
-                continue
-            except exception.RequestOutcomeUnknown as e:
-                LOG.warning('Claim of node %(node)s for %(instance)s: '
-                            '%(error)s; reading it back',
-                            {'node': node['uuid'], 'instance': instance_uuid,
-                             'error': e})
-                holder = self.api.get_node(
-                    node['uuid'], fields=['instance_uuid'])['instance_uuid']
-                if holder != instance_uuid:
-                    continue
-            return self._reservation(dict(node, instance_uuid=instance_uuid))
-        raise exception.NodeAlreadyClaimed(
-            node=','.join(n['uuid'] for n in candidates),
-            instance=instance_uuid, reason='every candidate is taken')
-
-    def _claim_by_allocation(self, candidates, instance_uuid, requirements,
-                             deadline):
-        # An allocation asks for one resource class: offer the candidates
-        # of the first candidate's class (all of them match anyway).
-        resource_class = candidates[0].get('resource_class')
-        same_class = [n['uuid'] for n in candidates
-                      if n.get('resource_class') == resource_class]
-        allocation = self._create_allocation(
-            instance_uuid, same_class, resource_class,
-            requirements.required_traits, deadline)
-        allocation = self._wait_allocation(allocation, deadline)
-        if allocation['state'] == 'active':
-            node = next((n for n in candidates
-                         if n['uuid'] == allocation['node_uuid']), None)
-            if node is None:
-                # An allocation of an earlier attempt, on another node.
-                node = self.api.get_node(allocation['node_uuid'],
-                                         fields=self.fields)
-            return self._reservation(dict(node, instance_uuid=instance_uuid))
-        # Delete the failed allocation so that the instance UUID is free
-        # for the next attempt.
-        self.api.delete_allocation(instance_uuid)
-        for node_uuid in same_class:
-            self.pool.mark_taken(node_uuid, _TAKEN)
-        raise exception.NodeAlreadyClaimed(
-            node=','.join(same_class), instance=instance_uuid,
-            reason=allocation.get('last_error') or allocation['state'])
-
-    def _create_allocation(self, instance_uuid, node_uuids, resource_class,
-                           traits, deadline):
-        try:
-            return self.api.create_allocation(
-                instance_uuid, node_uuids, resource_class=resource_class,
-                traits=traits, deadline=deadline)
-        except (exception.RequestOutcomeUnknown,
-                exception.AllocationFailed) as e:
-            # Lost answer, or an allocation of this instance already exists
-            # (a retried spawn): the UUID makes reading it back exact.
-            existing = self.api.get_allocation(instance_uuid)
-            if existing is None:
-                if isinstance(e, exception.AllocationFailed):
-                    raise
-                return self._create_allocation(
-                    instance_uuid, node_uuids, resource_class, traits,
-                    deadline)
-            return existing
-
-    def _wait_allocation(self, allocation, deadline):
-        delay = _ALLOCATION_POLL
-        while allocation['state'] == 'allocating':
-            if time.monotonic() + delay > deadline:
-                # Do not leave an allocation behind that may still succeed.
-                self.api.delete_allocation(allocation['uuid'])
-                raise exception.ClaimTimeout(
-                    instance=allocation['uuid'],
-                    timeout=self._opts.claim_timeout)
-            time.sleep(delay)
-            delay = min(delay * 2, _ALLOCATION_POLL_MAX)
-            allocation = self.api.get_allocation(allocation['uuid'])
-            if allocation is None:
-                raise exception.NodeAlreadyClaimed(
-                    node='?', instance='?',
-                    reason='the allocation disappeared')
-        return allocation
-
-    # -- releasing and recovery ---------------------------------------------
+        claimed = self._claimer.claim(candidates, instance_uuid,
+                                      requirements.required_traits, deadline)
+        self.pool.mark_taken(claimed.node_uuid, instance_uuid)
+        if claimed.earlier:
+            # An earlier attempt's node: its state is Ironic's to tell.
+            return self.lookup(instance_uuid)
+        node = next(n for n in candidates if n['uuid'] == claimed.node_uuid)
+        return self._reservation(dict(node, instance_uuid=instance_uuid))
 
     def release(self, instance_uuid):
-        reservation = self.lookup(instance_uuid)
-        if reservation is None:
-            return None
-        if self.api.supports('allocations'):
-            # Also clears instance_uuid of the node it allocated.
-            self.api.delete_allocation(instance_uuid)
+        # Bounded like a claim: a release is its undoing.
+        deadline = time.monotonic() + self._opts.claim_timeout
+        with self.api.bounded(deadline):
+            reservation = self.lookup(instance_uuid)
+            if reservation is None:
+                return None
+            self._claimer.release(instance_uuid, reservation.node_uuid,
+                                  deadline)
         if reservation.node_uuid:
-            node = self.api.get_node(reservation.node_uuid,
-                                     fields=['instance_uuid'])
-            if node['instance_uuid'] == instance_uuid:
-                self.api.patch_node(reservation.node_uuid, [
-                    {'op': 'remove', 'path': '/instance_uuid'}])
-            self.pool.mark_released(reservation.node_uuid)
+            self.pool.forget(reservation.node_uuid)
         LOG.info('Released node %(node)s of instance %(instance)s',
                  {'node': reservation.node_uuid, 'instance': instance_uuid})
-        return reservation.moved_to(states.State.RELEASING).moved_to(
-            states.State.RELEASED)
+        return reservation.released()
 
     def lookup(self, instance_uuid):
-        node = self.api.node_by_instance(instance_uuid, fields=self.fields)
+        node = self.api.node_by_instance(instance_uuid,
+                                         fields=_RESERVATION_FIELDS)
         if node is not None:
             return self._reservation(node)
         if not self.api.supports('allocations'):
@@ -287,17 +242,179 @@ class IronicBackend(base.Backend):
         allocation = self.api.get_allocation(instance_uuid)
         if allocation is None:
             return None
-        state = (states.State.ERROR if allocation['state'] == 'error'
-                 else states.State.REQUESTED)
-        return base.Reservation(instance_uuid=instance_uuid, node_uuid=None,
-                                state=state)
+        state = (lifecycle.State.ERROR if allocation['state'] == 'error'
+                 else lifecycle.State.REQUESTED)
+        return lifecycle.Reservation(instance_uuid=instance_uuid,
+                                     node_uuid=None, state=state)
 
     def reservations(self):
-        return [self._reservation(node) for node in
-                self.api.iter_nodes(fields=self.fields, associated=True)]
+        found = [self._reservation(node) for node in self.api.iter_nodes(
+            fields=_RESERVATION_FIELDS, associated=True)]
+        if self.api.supports('allocations'):
+            # Failed allocations reserve no node, but hold the instance's
+            # UUID until deleted.
+            found += [lifecycle.Reservation(instance_uuid=a['uuid'],
+                                            node_uuid=None,
+                                            state=lifecycle.State.ERROR)
+                      for a in self.api.list_allocations(
+                          fields=['uuid', 'node_uuid'], state='error')
+                      if not a.get('node_uuid')]
+        return found
 
     def _reservation(self, node):
-        return base.Reservation(
+        info = node.get('instance_info') or {}
+        return lifecycle.Reservation(
             instance_uuid=node['instance_uuid'], node_uuid=node['uuid'],
-            state=states.from_ironic_node(node), shard=self.shard_of(node),
-            resource_class=node.get('resource_class'))
+            state=states.reservation_state(node), shard=self.shard_of(node),
+            resource_class=node.get('resource_class'),
+            host=info.get(deploy.HOST_KEY),
+            power_state=states.power_state(node))
+
+    # -- what is done to a reserved node ---------------------------------
+
+    def deploy(self, reservation, deployment, should_stop=None):
+        self._deployer.deploy(reservation.node_uuid, deployment, should_stop)
+        return reservation.moved_to(lifecycle.State.DEPLOYING).moved_to(
+            lifecycle.State.ACTIVE)
+
+    def teardown(self, reservation, vifs=()):
+        self._deployer.teardown(reservation.node_uuid,
+                                reservation.instance_uuid, vifs)
+
+    def rebuild(self, reservation, deployment):
+        self._deployer.rebuild(reservation.node_uuid, deployment)
+
+    def power(self, reservation, action, timeout=None):
+        self._power.apply(reservation.node_uuid, action, timeout)
+
+    def attach_vif(self, reservation, vif_id):
+        try:
+            self.api.attach_vif(reservation.node_uuid, vif_id)
+        except exception.IronicMultiError as e:
+            raise exception.VifActionFailed(
+                action='attach', vif=vif_id, node=reservation.node_uuid,
+                reason=e)
+
+    def detach_vif(self, reservation, vif_id):
+        try:
+            self.api.detach_vif(reservation.node_uuid, vif_id)
+        except exception.IronicMultiError as e:
+            raise exception.VifActionFailed(
+                action='detach', vif=vif_id, node=reservation.node_uuid,
+                reason=e)
+
+    def health(self, reservations):
+        if len(reservations) > _HEALTH_GETS:
+            # One listing instead of a request per node.
+            nodes = {n['uuid']: n for n in self.api.iter_nodes(
+                fields=_HEALTH_FIELDS, associated=True)}
+            read = nodes.get
+        else:
+            read = self._node_or_none
+        found = {}
+        for reservation in reservations:
+            node = read(reservation.node_uuid)
+            found[reservation.instance_uuid] = base.NodeHealth(
+                instance_uuid=reservation.instance_uuid,
+                node_uuid=reservation.node_uuid,
+                power_state=(lifecycle.PowerState.UNKNOWN if node is None
+                             else states.power_state(node)),
+                problem=_problem(node, reservation.instance_uuid))
+        return found
+
+    def _node_or_none(self, node_uuid):
+        try:
+            return self.api.get_node(node_uuid, fields=_HEALTH_FIELDS)
+        except exception.NodeNotFound:
+            return None
+
+    def mark_host(self, reservation, host):
+        self.api.patch_node(reservation.node_uuid, [{
+            'op': 'add', 'path': '/instance_info/%s' % deploy.HOST_KEY,
+            'value': host}])
+
+    # -- failures and quarantine -----------------------------------------
+
+    def _write_marks(self, node_uuid, marks):
+        patch = ({'op': 'add', 'path': '/extra/%s' % _MARKS, 'value': marks}
+                 if marks else
+                 {'op': 'remove', 'path': '/extra/%s' % _MARKS})
+        self.api.patch_node(node_uuid, [patch])
+        self.pool.forget(node_uuid)
+
+    def record_failure(self, node_uuid, reason):
+        marks = _marks(self.api.get_node(node_uuid, fields=['extra']))
+        marks.update(failures=marks.get('failures', 0) + 1,
+                     last_failure=time.time(), reason=str(reason)[:255])
+        self._write_marks(node_uuid, marks)
+        LOG.warning('Node %(node)s failed (%(count)d in a row): %(reason)s',
+                    {'node': node_uuid, 'count': marks['failures'],
+                     'reason': reason})
+        return marks['failures']
+
+    def clear_failures(self, node_uuid):
+        marks = _marks(self.api.get_node(node_uuid, fields=['extra']))
+        if marks.pop('failures', None):
+            marks.pop('last_failure', None)
+            marks.pop('reason', None)
+            self._write_marks(node_uuid, marks)
+
+    def troubled_nodes(self):
+        # Failure marks live in ``extra``, which Ironic cannot filter on:
+        # one listing of every node's few fields, once per housekeeping
+        # pass, finds them and the nodes in failed states.
+        found = []
+        for node in self.api.iter_nodes(
+                fields=_TROUBLE_FIELDS,
+                conductor_group=self._opts.conductor_group):
+            marks = _marks(node)
+            failed = node.get('provision_state') in states.FAILED
+            if not (failed or marks):
+                continue
+            found.append(base.TroubledNode(
+                node_uuid=node['uuid'], failures=marks.get('failures', 0),
+                last_failure=marks.get('last_failure'),
+                reason=marks.get('reason') or node.get('last_error'),
+                failed_state=node['provision_state'] if failed else None,
+                quarantined_at=marks.get('quarantined_at'),
+                holder=node.get('instance_uuid')))
+        return found
+
+    def recover(self, node_uuid):
+        node = self.api.get_node(node_uuid, fields=_TROUBLE_FIELDS)
+        state = node['provision_state']
+        if node.get('instance_uuid'):
+            raise exception.NodeConflict(node=node_uuid,
+                                         reason='it holds an instance')
+        if state in (states.ERROR, states.DEPLOYFAIL):
+            # A failed tear down (or deploy): tear down again.
+            self.api.set_provision_state(node_uuid, states.TARGET_DELETED)
+        elif state == states.CLEANFAIL:
+            # Cleaning failed: manage it, then clean it again.
+            self.api.set_provision_state(node_uuid, 'manage')
+            self.api.set_provision_state(node_uuid, 'provide')
+        LOG.info('Asked Ironic to recover node %(node)s from %(state)s',
+                 {'node': node_uuid, 'state': state})
+
+    def quarantine(self, node_uuid, reason):
+        marks = _marks(self.api.get_node(node_uuid, fields=['extra']))
+        marks.update(quarantined_at=time.time(), reason=str(reason)[:255])
+        self.api.set_maintenance(node_uuid, _QUARANTINE_PREFIX + reason)
+        self._write_marks(node_uuid, marks)
+
+    def unquarantine(self, node_uuid):
+        self._write_marks(node_uuid, {})
+        self.api.unset_maintenance(node_uuid)
+
+
+def _problem(node, instance_uuid):
+    if node is None:
+        return 'gone'
+    if node.get('instance_uuid') != instance_uuid:
+        return 'no longer holds the instance'
+    if node.get('maintenance'):
+        return 'maintenance: %s' % (node.get('maintenance_reason') or '-')
+    if node.get('provision_state') in states.FAILED:
+        return 'provision error: %s' % (node.get('last_error')
+                                        or node['provision_state'])
+    return None

@@ -14,7 +14,7 @@
 
 """Bounded waits on an Ironic node.
 
-Every wait of the driver has a deadline and a poll interval from
+Every wait of the provider has a deadline and a poll interval from
 ``[ironic_multi]``; none can hang a Nova worker for good.
 """
 

@@ -12,9 +12,9 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The Ironic backend's answers to lost answers and conflicts.
+"""The Ironic provider's answers to lost answers and conflicts.
 
-The shared backend suite runs the backend against a real Ironic; these
+The provider contract runs the provider against a real Ironic; these
 cases need an Ironic that loses answers on purpose, so IronicAPI is a
 mock here.
 """
@@ -27,10 +27,10 @@ import pytest
 
 from ironic_multi.conf import CONF
 from ironic_multi import exception
-from ironic_multi.ironic import client
-from ironic_multi.reservation.backends import ironic as ironic_backend
+from ironic_multi.reservation import lifecycle
+from ironic_multi.reservation.providers.ironic import client
+from ironic_multi.reservation.providers.ironic import provider
 from ironic_multi.reservation import requirements as reqs
-from ironic_multi.reservation import states
 
 NODES = [{'uuid': 'n%d' % i, 'resource_class': 'gold', 'shard': 's1',
           'provision_state': 'available', 'instance_uuid': None}
@@ -48,7 +48,7 @@ def backend(request):
                    group='ironic_multi')
     api = mock.create_autospec(client.IronicAPI, instance=True)
     api.supports.return_value = True
-    return ironic_backend.IronicBackend(CONF, api=api)
+    return provider.IronicProvider(CONF, api=api)
 
 
 def _claim(backend):
@@ -74,14 +74,16 @@ class TestPatchClaim:
         assert _claim(backend).node_uuid == 'n1'
 
     def test_conflict_naming_the_instance_returns_its_node(self, backend):
-        backend.api.claim_node.side_effect = exception.NodeAlreadyClaimed(
-            node='n0', instance='inst',
-            reason='Instance inst is already associated with a node')
+        backend.api.claim_node.side_effect = (
+            exception.InstanceAlreadyClaimed(
+                node='n0', instance='inst',
+                reason='Instance inst is already associated with a node'))
         backend.api.node_by_instance.return_value = dict(
             NODES[2], instance_uuid='inst', provision_state='active')
         reservation = _claim(backend)
         assert reservation.node_uuid == 'n2'
-        assert reservation.state == states.State.ACTIVE
+        assert reservation.state == lifecycle.State.ACTIVE
+        backend.api.claim_node.assert_called_once()
 
     def test_every_candidate_taken(self, backend):
         backend.api.claim_node.side_effect = exception.NodeAlreadyClaimed(

@@ -23,9 +23,8 @@ from oslo_config import fixture as config_fixture
 import pytest
 
 from ironic_multi.conf import CONF
-from ironic_multi.conf import ironic as ironic_conf
 from ironic_multi import exception
-from ironic_multi.ironic import client
+from ironic_multi.reservation.providers.ironic import client
 
 
 def _root(version):
@@ -34,7 +33,6 @@ def _root(version):
 
 @pytest.fixture
 def conf():
-    ironic_conf.register_opts(CONF)
     fixture = config_fixture.Config(CONF)
     fixture.setUp()
     fixture.config(api_max_retries=3, api_retry_interval=0, group='ironic')
@@ -113,10 +111,56 @@ class TestListing:
         assert 'marker' not in queries[0]
         assert queries[1]['marker'] == ['b']
 
-    def test_full_last_page_costs_one_empty_read(self, conf):
-        api = make_api({'nodes': [{'uuid': 'a'}]}, {'nodes': []})
+    def test_a_short_page_with_a_next_link_is_not_the_last(self, conf):
+        # Ironic's [api]max_limit below the page size: every page is short.
+        more = 'http://ironic.test/v1/nodes?limit=2'
+        api = make_api({'nodes': [{'uuid': 'a'}, {'uuid': 'b'}],
+                        'next': more},
+                       {'nodes': [{'uuid': 'c'}, {'uuid': 'd'}],
+                        'next': more},
+                       {'nodes': [{'uuid': 'e'}]})
+        nodes = api.list_nodes(page_size=1000)
+        assert [n['uuid'] for n in nodes] == ['a', 'b', 'c', 'd', 'e']
+        assert len(calls(api)) == 3
+
+    def test_no_next_link_ends_the_listing(self, conf):
+        api = make_api({'nodes': [{'uuid': 'a'}]})
         assert len(api.list_nodes(page_size=1)) == 1
-        assert len(calls(api)) == 2
+        assert len(calls(api)) == 1
+
+
+class TestTimeouts:
+
+    def timeouts(self, api):
+        return [c.kwargs['timeout']
+                for c in api._http.json_request.call_args_list[1:]]
+
+    def test_every_request_has_one(self, conf):
+        api = make_api({'uuid': 'n1'})
+        api.get_node('n1')
+        assert self.timeouts(api) == [client.DEFAULT_TIMEOUT]
+
+    def test_the_option_sets_it(self, conf):
+        conf.config(timeout=7, group='ironic')
+        api = make_api({'uuid': 'n1'})
+        api.get_node('n1')
+        assert self.timeouts(api) == [7]
+
+    def test_the_deadline_cuts_it(self, conf):
+        api = make_api({'uuid': 'n1'}, {'uuid': 'n1'})
+        with api.bounded(time.monotonic() + 3):
+            api.get_node('n1')
+        api.patch_node('n1', [], deadline=time.monotonic() + 2)
+        first, second = self.timeouts(api)
+        assert 2 < first <= 3
+        assert 1 < second <= 2
+
+    def test_a_passed_deadline_sends_nothing(self, conf):
+        api = make_api({'uuid': 'n1'})
+        with pytest.raises(exception.IronicUnavailable):
+            with api.bounded(time.monotonic() - 1):
+                api.get_node('n1')
+        assert calls(api) == []
 
 
 class TestRetries:

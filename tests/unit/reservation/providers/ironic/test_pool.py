@@ -16,7 +16,8 @@ import datetime
 
 import pytest
 
-from ironic_multi.reservation import pool as ready_pool
+from ironic_multi.reservation.providers.ironic import pool as ready_pool
+from ironic_multi.reservation.providers.ironic import states
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, 0)
 
@@ -75,7 +76,7 @@ class TestReadiness:
         {'instance_uuid': 'i1'}, {'allocation_uuid': 'a1'},
         {'power_state': None}])
     def test_not_ready(self, fields):
-        assert not ready_pool.is_ready(_node('n', **fields))
+        assert not states.is_ready(_node('n', **fields))
 
     def test_capacity_counts_serving_and_free_nodes(self):
         nodes = [_node('a'), _node('b', instance_uuid='i',
@@ -83,9 +84,9 @@ class TestReadiness:
                  _node('c', maintenance=True),
                  _node('d', provision_state='manageable'),
                  _node('e', resource_class='silver')]
-        assert ready_pool.count_capacity(nodes) == {
-            'gold': {'total': 2, 'free': 1},
-            'silver': {'total': 1, 'free': 1}}
+        assert states.count_capacity(nodes, lambda n: n['shard']) == {
+            's1': {'gold': {'total': 2, 'free': 1},
+                   'silver': {'total': 1, 'free': 1}}}
 
 
 class TestRefresh:
@@ -144,7 +145,7 @@ class TestRefresh:
         pool.refresh({'s0'})
         pool.mark_taken('n0', 'i1')
         assert 'n0' not in {n['uuid'] for n in pool.ready()}
-        pool.mark_released('n0')
+        pool.forget('n0')
         assert 'n0' not in {n['uuid'] for n in pool.nodes()}
 
     def test_describe(self, ironic):
@@ -152,5 +153,5 @@ class TestRefresh:
         pool.refresh({'s0', 's1'})
         described = pool.describe()
         assert described['ready'] == described['nodes'] == 10
-        assert described['shards'] == ['s0', 's1']
-        assert described['capacity'] == {'gold': {'total': 10, 'free': 10}}
+        assert described['shards'] == 2
+        assert 0 <= described['full_read_age'] < 60

@@ -1,0 +1,129 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Requests from the operator CLI to the running services, and answers.
+
+The coordination group is the one channel every service already listens
+to.  The CLI joins it as an operator member (its host starts with ``@``,
+so it owns no shard), publishes its requests in its payload, and waits
+for the answers that the services publish in theirs.  Each request names
+the host that must act, or none: then every service acts (``flush``) or
+the one the request is about decides (the housekeeping leader, the ring
+owner of a lost host).
+
+A request: ``{'id': str, 'op': str, 'args': {...}, 'host': str|None}``.
+An answer: ``{'id': str, 'host': str, 'result': {...}}`` or with
+``'error': str`` instead of a result.
+"""
+
+import time
+import uuid
+
+from oslo_log import log as logging
+
+from ironic_multi import exception
+from ironic_multi.reservation import membership as membership_mod
+
+LOG = logging.getLogger(__name__)
+
+# Answers a service keeps publishing, newest last.
+_KEPT_ANSWERS = 20
+
+
+class Desk(object):
+    """A service's side: runs requests addressed to it, once each.
+
+    :param host: this service's host.
+    :param handlers: ``{op: f(request) -> result dict or None}``; None
+        means "not mine", and no answer is published.
+    """
+
+    def __init__(self, host, handlers):
+        self._host = host
+        self.handlers = dict(handlers)
+        self._done = set()
+        self.answers = []
+
+    def serve(self, payloads):
+        """Handle the new requests among ``payloads``; True if any was."""
+        served = False
+        for member_id, payload in payloads.items():
+            if not membership_mod.is_operator(member_id):
+                continue
+            for request in payload.get('requests') or ():
+                if request['id'] in self._done or request.get('host') not in (
+                        None, self._host):
+                    continue
+                self._done.add(request['id'])
+                answer = self._handle(request)
+                if answer is not None:
+                    self.answers = (self.answers + [answer])[-_KEPT_ANSWERS:]
+                    served = True
+        return served
+
+    def _handle(self, request):
+        handler = self.handlers.get(request['op'])
+        if handler is None:
+            return {'id': request['id'], 'host': self._host,
+                    'error': 'unknown request %s' % request['op']}
+        LOG.info('Operator request %(op)s %(args)s (%(id)s)', request)
+        try:
+            result = handler(request)
+        except exception.IronicMultiError as e:
+            LOG.warning('Operator request %(op)s failed: %(error)s',
+                        {'op': request['op'], 'error': e})
+            return {'id': request['id'], 'host': self._host,
+                    'error': str(e)}
+        if result is None:
+            return None
+        return {'id': request['id'], 'host': self._host, 'result': result}
+
+
+class Requester(object):
+    """The CLI's side: publish requests, wait for answers.
+
+    :param membership: an operator :class:`~.membership.Membership`
+        (host starting with ``@``), started.
+    """
+
+    def __init__(self, membership):
+        self._membership = membership
+        self._requests = []
+
+    def ask(self, op, args=None, host=None):
+        """Publish a request; return its id."""
+        request = {'id': uuid.uuid4().hex, 'op': op, 'args': args or {},
+                   'host': host}
+        self._requests.append(request)
+        self._membership.publish({'requests': self._requests})
+        return request['id']
+
+    def answers(self, request_id, expected=None, timeout=60, poll=0.5):
+        """Answers to ``request_id``, once ``expected`` hosts answered.
+
+        :param expected: hosts to wait for; None: the first answer.
+        :returns: ``{host: answer}``; fewer than expected at the timeout.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            found = {}
+            for payload in self._membership.published().values():
+                for answer in payload.get('answers') or ():
+                    if answer['id'] == request_id:
+                        found[answer['host']] = answer
+            done = (set(expected) <= set(found) if expected is not None
+                    else bool(found))
+            if done or time.monotonic() >= deadline:
+                return found
+            time.sleep(poll)

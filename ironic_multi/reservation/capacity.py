@@ -1,0 +1,138 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Capacity, published per shard by each member, summed for the cluster.
+
+Each member publishes the node counts of the shards it owns, per shard,
+with the time it counted them.  While the ring moves, an old owner's
+payload and the new owner's may both name a shard; the sum takes each
+shard once, from the freshest count, so nothing is counted twice.
+
+The sum is computed when the periodic refresh publishes and kept: the
+virt driver reads it under Nova's resource tracker lock, where no network
+round trip belongs.
+"""
+
+import json
+import threading
+import time
+
+from oslo_log import log as logging
+
+from ironic_multi import exception
+
+LOG = logging.getLogger(__name__)
+
+_COUNTS = ('total', 'free')
+
+
+class CapacityBoard(object):
+    """This member's published counts and the cluster's last sum.
+
+    :param membership: a :class:`~.membership.Membership`.
+    """
+
+    def __init__(self, membership):
+        self._membership = membership
+        self._lock = threading.Lock()
+        self._capacity = {}
+        self._traits = frozenset()
+        self._payload = None
+        self._others = {}
+
+    def publish(self, shard_capacity, traits, extra=None):
+        """Publish this member's counts, then read every member's.
+
+        :param shard_capacity: ``{shard: {resource_class: {'total': n,
+            'free': n}}}`` of the owned shards.
+        :param traits: the traits of the owned shards' usable nodes.
+        :param extra: more JSON for the operator CLI (stats, ...).
+
+        With the coordination backend down, the other members' last
+        payloads are summed with this one's new counts.
+        """
+        payload = dict(extra or {}, at=time.time(), shards=shard_capacity,
+                       traits=sorted(traits))
+        try:
+            self._membership.publish(payload)
+            others = {member: other for member, other
+                      in self._membership.published().items()
+                      if member != self._membership.member_id
+                      and 'shards' in other}
+        except exception.CoordinationUnavailable as e:
+            LOG.warning('Cannot publish capacity; summing with the last '
+                        'known counts of the other members: %s', e)
+            others = self._others
+        capacity, traits = _sum([payload, *others.values()])
+        with self._lock:
+            self._capacity, self._traits = capacity, frozenset(traits)
+            self._payload, self._others = payload, others
+
+    def amend(self, **fields):
+        """Publish the last payload again with ``fields`` changed."""
+        with self._lock:
+            if self._payload is None:
+                return
+            self._payload = dict(self._payload, **fields)
+            payload = self._payload
+        self._membership.publish(payload)
+
+    @property
+    def payload_bytes(self):
+        """Size of what this member published last, as JSON."""
+        return len(json.dumps(self._payload)) if self._payload else 0
+
+    def cluster_capacity(self):
+        """``{resource_class: {'total': n, 'free': n}}`` of the cluster."""
+        with self._lock:
+            return {rc: dict(counts) for rc, counts in self._capacity.items()}
+
+    def published(self):
+        """``{member_id: payload}``: what every member published last."""
+        with self._lock:
+            others = dict(self._others)
+            if self._payload is not None:
+                others[self._membership.member_id] = self._payload
+        return others
+
+    def cluster_traits(self):
+        """The traits of usable nodes, over every member's shards."""
+        with self._lock:
+            return self._traits
+
+
+def total(shard_capacity):
+    """The sum over the shards of ``{shard: {resource_class: counts}}``."""
+    return _add({}, shard_capacity.values())
+
+
+def _add(totals, shard_counts):
+    for counts in shard_counts:
+        for rc, count in counts.items():
+            entry = totals.setdefault(rc, {'total': 0, 'free': 0})
+            for field in _COUNTS:
+                entry[field] += count.get(field, 0)
+    return totals
+
+
+def _sum(payloads):
+    freshest = {}
+    traits = set()
+    for payload in payloads:
+        traits.update(payload.get('traits') or ())
+        at = payload.get('at', 0)
+        for shard, counts in (payload.get('shards') or {}).items():
+            if shard not in freshest or at > freshest[shard][0]:
+                freshest[shard] = (at, counts)
+    return _add({}, (counts for _at, counts in freshest.values())), traits

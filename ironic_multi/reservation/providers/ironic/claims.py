@@ -1,0 +1,214 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The one atomic write that reserves an Ironic node, and its undoing.
+
+The claim is never a lock of our own: an Allocation whose UUID is the
+instance UUID (API 1.52), or else the node's ``instance_uuid`` set by
+PATCH.  Ironic refuses both with a conflict when the node (or the
+instance) is taken, so no interleaving of services can give one node to
+two instances, and one instance never holds two nodes.  A write whose
+answer was lost is settled by reading back, never by assuming.
+"""
+
+import collections
+import time
+
+from oslo_log import log as logging
+
+from ironic_multi import exception
+
+LOG = logging.getLogger(__name__)
+
+_ALLOCATION_POLL = 0.05
+_ALLOCATION_POLL_MAX = 1.0
+
+Claimed = collections.namedtuple('Claimed', ['node_uuid', 'earlier'])
+"""A claim's node; ``earlier`` when an earlier attempt had made it."""
+
+
+class Claimer(object):
+    """Claims and releases through one IronicAPI.
+
+    :param api: the IronicAPI.
+    :param use_allocations: claim with allocations when Ironic has them.
+    :param claim_timeout: ``[ironic_multi]claim_timeout``, for errors.
+    :param on_taken: ``f(node_uuid)``, told of nodes a claim found taken.
+    """
+
+    def __init__(self, api, use_allocations, claim_timeout, on_taken):
+        self._api = api
+        self._use_allocations = use_allocations
+        self._claim_timeout = claim_timeout
+        self._on_taken = on_taken
+
+    @property
+    def by_allocation(self):
+        return self._use_allocations and self._api.supports('allocations')
+
+    def claim(self, candidates, instance_uuid, required_traits, deadline):
+        """Reserve one of ``candidates`` (node dicts).
+
+        :returns: :data:`Claimed`.
+        :raises NodeAlreadyClaimed: every candidate was taken.
+        """
+        if self.by_allocation:
+            return self._by_allocation(candidates, instance_uuid,
+                                       required_traits, deadline)
+        return self._by_patch(candidates, instance_uuid, deadline)
+
+    # -- PATCH instance_uuid ----------------------------------------------
+
+    def _by_patch(self, candidates, instance_uuid, deadline):
+        for node in candidates:
+            try:
+                self._api.claim_node(node['uuid'], instance_uuid,
+                                     deadline=deadline)
+            except exception.InstanceAlreadyClaimed:
+                # A retried spawn, or an earlier answer that was lost.
+                existing = self._node_of(instance_uuid)
+                if existing is not None:
+                    return Claimed(existing, earlier=True)
+                self._on_taken(node['uuid'])
+                continue
+            except exception.NodeAlreadyClaimed as e:
+                LOG.debug('Node %(node)s was taken: %(reason)s',
+                          {'node': node['uuid'], 'reason': e.reason})
+                self._on_taken(node['uuid'])
+                continue
+            except exception.RequestOutcomeUnknown as e:
+                LOG.warning('Claim of node %(node)s for %(instance)s: '
+                            '%(error)s; reading it back',
+                            {'node': node['uuid'], 'instance': instance_uuid,
+                             'error': e})
+                if self._holder(node['uuid']) != instance_uuid:
+                    continue
+            return Claimed(node['uuid'], earlier=False)
+        raise exception.NodeAlreadyClaimed(
+            node=','.join(n['uuid'] for n in candidates),
+            instance=instance_uuid, reason='every candidate is taken')
+
+    def _holder(self, node_uuid):
+        try:
+            return self._api.get_node(
+                node_uuid, fields=['instance_uuid'])['instance_uuid']
+        except exception.NodeNotFound:
+            return None
+
+    def _node_of(self, instance_uuid):
+        node = self._api.node_by_instance(instance_uuid, fields=['uuid'])
+        return None if node is None else node['uuid']
+
+    # -- allocations ------------------------------------------------------
+
+    def _by_allocation(self, candidates, instance_uuid, required_traits,
+                       deadline):
+        # An allocation asks for one resource class: offer the candidates
+        # of the first candidate's class (all of them match anyway).
+        resource_class = candidates[0].get('resource_class')
+        same_class = [n['uuid'] for n in candidates
+                      if n.get('resource_class') == resource_class]
+        allocation, earlier = self._create_allocation(
+            instance_uuid, same_class, resource_class, required_traits,
+            deadline)
+        allocation = self._wait_allocation(allocation, deadline)
+        if allocation['state'] == 'active':
+            return Claimed(allocation['node_uuid'], earlier)
+        # Delete the failed allocation so that the instance UUID is free
+        # for the next attempt.
+        self._api.delete_allocation(instance_uuid)
+        for node_uuid in same_class:
+            self._on_taken(node_uuid)
+        raise exception.NodeAlreadyClaimed(
+            node=','.join(same_class), instance=instance_uuid,
+            reason=allocation.get('last_error') or allocation['state'])
+
+    def _create_allocation(self, instance_uuid, node_uuids, resource_class,
+                           traits, deadline):
+        """``(allocation, made by an earlier attempt)``.
+
+        A lost answer is read back (the UUID makes that exact) and, when
+        the allocation was not made, sent again, until the deadline.
+        """
+        while True:
+            try:
+                return self._api.create_allocation(
+                    instance_uuid, node_uuids, resource_class=resource_class,
+                    traits=traits, deadline=deadline), False
+            except exception.AllocationFailed:
+                # An allocation of this instance exists: a retried spawn.
+                existing = self._api.get_allocation(instance_uuid)
+                if existing is None:
+                    raise
+                return existing, True
+            except exception.RequestOutcomeUnknown as e:
+                existing = self._api.get_allocation(instance_uuid)
+                if existing is not None:
+                    return existing, False
+                if time.monotonic() >= deadline:
+                    raise exception.ClaimTimeout(
+                        instance=instance_uuid,
+                        timeout=self._claim_timeout) from e
+                LOG.warning('Allocation for %(instance)s: %(error)s; it was '
+                            'not made, sending it again',
+                            {'instance': instance_uuid, 'error': e})
+
+    def _wait_allocation(self, allocation, deadline):
+        delay = _ALLOCATION_POLL
+        while allocation['state'] == 'allocating':
+            if time.monotonic() + delay > deadline:
+                # Do not leave an allocation behind that may still succeed.
+                self._api.delete_allocation(allocation['uuid'])
+                raise exception.ClaimTimeout(instance=allocation['uuid'],
+                                             timeout=self._claim_timeout)
+            time.sleep(delay)
+            delay = min(delay * 2, _ALLOCATION_POLL_MAX)
+            allocation = self._api.get_allocation(allocation['uuid'])
+            if allocation is None:
+                raise exception.NodeAlreadyClaimed(
+                    node='?', instance='?',
+                    reason='the allocation disappeared')
+        return allocation
+
+    # -- release ----------------------------------------------------------
+
+    def release(self, instance_uuid, node_uuid, deadline):
+        """Undo the claim of ``instance_uuid``, on ``node_uuid`` if known.
+
+        Only ever clears the node's ``instance_uuid`` while it is ours.  The
+        removal is never sent again blindly: after a lost answer another
+        instance may hold the node already, and a second removal would
+        clear its claim.  It is read back, and sent again only while the
+        node is still ours.
+        """
+        if self._api.supports('allocations'):
+            # Also clears instance_uuid of the node it allocated; its UUID
+            # is the instance's, so a repeated delete removes nothing else.
+            self._api.delete_allocation(instance_uuid)
+        if not node_uuid:
+            return
+        while self._holder(node_uuid) == instance_uuid:
+            try:
+                self._api.patch_node(
+                    node_uuid, [{'op': 'remove', 'path': '/instance_uuid'}],
+                    idempotent=False, deadline=deadline)
+                return
+            except exception.RequestOutcomeUnknown as e:
+                if time.monotonic() >= deadline:
+                    raise exception.IronicUnavailable(
+                        reason='release of node %s: %s' % (node_uuid, e))
+                LOG.warning('Release of node %(node)s for %(instance)s: '
+                            '%(error)s; reading it back',
+                            {'node': node_uuid, 'instance': instance_uuid,
+                             'error': e})

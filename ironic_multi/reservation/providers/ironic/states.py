@@ -1,0 +1,144 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Ironic's state vocabulary, and what each state means here.
+
+The one place that knows Ironic's provision and power state names (as
+``ironic.common.states`` spells them): which nodes are free, which count
+as capacity, what a reservation's lifecycle state is, and when a deploy,
+tear down or power change is over.
+"""
+
+from ironic_multi.reservation import lifecycle
+
+# Provision states.
+AVAILABLE = 'available'
+ACTIVE = 'active'
+DEPLOYING = 'deploying'
+DEPLOYWAIT = 'wait call-back'
+DEPLOYHOLD = 'deploy hold'
+DEPLOYFAIL = 'deploy failed'
+REBUILD = 'rebuild'
+DELETING = 'deleting'
+UNDEPLOY = 'undeploy'
+CLEANING = 'cleaning'
+CLEANWAIT = 'clean wait'
+CLEANHOLD = 'clean hold'
+CLEANFAIL = 'clean failed'
+ERROR = 'error'
+MANAGEABLE = 'manageable'
+ENROLL = 'enroll'
+VERIFYING = 'verifying'
+INSPECTING = 'inspecting'
+INSPECTWAIT = 'inspect wait'
+INSPECTFAIL = 'inspect failed'
+
+# Provision targets (``PUT /v1/nodes/X/states/provision``).
+TARGET_ACTIVE = 'active'
+TARGET_DELETED = 'deleted'
+TARGET_REBUILD = 'rebuild'
+
+# Power states and targets.
+POWER_ON = 'power on'
+POWER_OFF = 'power off'
+REBOOT = 'rebooting'
+SOFT_POWER_OFF = 'soft power off'
+SOFT_REBOOT = 'soft rebooting'
+
+# A deploy is running (or a rebuild, which is one).
+DEPLOY_IN_PROGRESS = frozenset((DEPLOYING, DEPLOYWAIT, DEPLOYHOLD, REBUILD))
+# A node serving an instance, or about to.
+IN_USE = DEPLOY_IN_PROGRESS | {ACTIVE}
+# A deploy ended badly.
+DEPLOY_FAILED = frozenset((DEPLOYFAIL, ERROR))
+# A tear down is running: wait, do not ask again.
+TEARING_DOWN = frozenset((DELETING, UNDEPLOY))
+# The instance is gone from the node, which is being cleaned.
+RELEASING = TEARING_DOWN | {CLEANING, CLEANWAIT, CLEANHOLD}
+FAILED = frozenset((DEPLOYFAIL, ERROR, CLEANFAIL))
+# The node holds no deployment: nothing to tear down, only our traces to
+# remove.  Any other state, known or not, is torn down to be safe (Nova
+# bug 2131960).
+UNDEPLOYED = frozenset((
+    AVAILABLE, MANAGEABLE, ENROLL, VERIFYING, INSPECTING, INSPECTWAIT,
+    INSPECTFAIL, CLEANING, CLEANWAIT, CLEANFAIL, CLEANHOLD))
+
+_POWER = {POWER_ON: lifecycle.PowerState.ON,
+          POWER_OFF: lifecycle.PowerState.OFF}
+
+
+def why_not_ready(node):
+    """Why a claim may not take ``node`` now, or None when it may."""
+    state = node.get('provision_state')
+    if state != AVAILABLE:
+        return 'provision state is %s' % state
+    if node.get('maintenance'):
+        return 'in maintenance'
+    for key in ('instance_uuid', 'allocation_uuid'):
+        if node.get(key):
+            return '%s is %s' % (key, node[key])
+    # Ironic has not reached the BMC yet: deploying would fail.
+    if node.get('power_state') is None:
+        return 'power state unknown'
+    return None
+
+
+def is_ready(node):
+    """Whether a claim may take ``node`` right now."""
+    return why_not_ready(node) is None
+
+
+def is_usable(node):
+    """Whether ``node`` counts towards capacity: free or serving."""
+    if node.get('maintenance') or node.get('retired'):
+        return False
+    return is_ready(node) or (
+        bool(node.get('instance_uuid'))
+        and node.get('provision_state') in IN_USE | {AVAILABLE})
+
+
+def reservation_state(node):
+    """The lifecycle state of the reservation held on ``node``.
+
+    ``node`` must have ``instance_uuid`` set; this is what a restarted
+    service recovers without any memory of its own.
+    """
+    provision_state = node.get('provision_state')
+    if provision_state == ACTIVE:
+        return lifecycle.State.ACTIVE
+    if provision_state in DEPLOY_IN_PROGRESS:
+        return lifecycle.State.DEPLOYING
+    if provision_state in RELEASING:
+        return lifecycle.State.RELEASING
+    if provision_state in FAILED:
+        return lifecycle.State.ERROR
+    return lifecycle.State.CLAIMED
+
+
+def power_state(node):
+    """The :class:`~.lifecycle.PowerState` of ``node``."""
+    return _POWER.get(node.get('power_state'), lifecycle.PowerState.UNKNOWN)
+
+
+def count_capacity(nodes, shard_of):
+    """``{shard: {resource_class: {'total': usable, 'free': ready}}}``."""
+    counts = {}
+    for node in nodes:
+        if not is_usable(node):
+            continue
+        entry = counts.setdefault(shard_of(node), {}).setdefault(
+            node.get('resource_class'), {'total': 0, 'free': 0})
+        entry['total'] += 1
+        entry['free'] += is_ready(node)
+    return counts

@@ -1,0 +1,516 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Deploy, tear down and rebuild of a reserved Ironic node.
+
+Ironic is a ``mock.create_autospec`` of IronicAPI: what it answers is part
+of each scenario.  Time only moves when the code under test sleeps.
+"""
+
+import json
+from unittest import mock
+
+import pytest
+
+from ironic_multi import exception
+from ironic_multi.reservation import lifecycle
+from ironic_multi.reservation.providers import base
+from ironic_multi.reservation.providers.ironic import client
+from ironic_multi.reservation.providers.ironic import deploy
+from ironic_multi.reservation.providers.ironic import provider as provider_mod
+from ironic_multi.testing import reservers
+
+HOST = 'compute-1'
+NODE = '1be26c0b-03f2-4d2e-ae87-c02d7f33c123'
+INSTANCE = 'a7a9a2a6-7ee0-4a4c-bb36-6b6a0cbd2d01'
+OTHER = 'd3c1e9a0-55a5-4f0e-8a43-2f1b9f8e0c77'
+IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
+VALID = {'deploy': {'result': True}, 'power': {'result': True},
+         'rescue': {'result': None, 'reason': 'not supported'}}
+VIFS = ('vif-1', 'vif-2')
+INFO = {'root_gb': '40', 'capabilities': json.dumps({'boot_mode': 'uefi'}),
+        'traits': ['CUSTOM_IMAGE']}
+
+
+@pytest.fixture
+def conf():
+    return reservers.make_conf(deploy_timeout=60, unprovision_timeout=60,
+                               power_timeout=30, state_poll_interval=1.0)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """time.monotonic that only moves when something sleeps."""
+    now = [1000.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    monkeypatch.setattr('time.monotonic', lambda: now[0])
+    monkeypatch.setattr('time.sleep', sleep)
+    return now
+
+
+@pytest.fixture
+def api():
+    api = mock.create_autospec(client.IronicAPI, instance=True)
+    api.validate_node.return_value = VALID
+    api.list_vifs.return_value = []
+    return api
+
+
+@pytest.fixture
+def provider(conf, api):
+    return provider_mod.IronicProvider(conf, api=api)
+
+
+def node(provision_state='available', instance_uuid=INSTANCE,
+         power_state='power off', target=None, maintenance=False,
+         last_error=None, **extra):
+    """A node dict as IronicAPI returns it with the provider's fields."""
+    return dict({'uuid': NODE, 'instance_uuid': instance_uuid,
+                 'provision_state': provision_state,
+                 'target_provision_state': target,
+                 'power_state': power_state, 'target_power_state': None,
+                 'maintenance': maintenance, 'last_error': last_error,
+                 'resource_class': 'baremetal'}, **extra)
+
+
+def reservation(state=lifecycle.State.CLAIMED):
+    return lifecycle.Reservation(instance_uuid=INSTANCE, node_uuid=NODE,
+                                 state=state, resource_class='baremetal')
+
+
+def deployment(**fields):
+    values = dict(instance_uuid=INSTANCE, host=HOST, image_source=IMAGE,
+                  instance_info=dict(INFO), vifs=VIFS)
+    values.update(fields)
+    return base.Deployment(**values)
+
+
+def provision_calls(api):
+    return [c.args[1] for c in api.set_provision_state.call_args_list]
+
+
+def written_info(api):
+    """What the first PATCH wrote into instance_info."""
+    patch = api.patch_node.call_args_list[0].args[1]
+    assert all(op['op'] == 'add' for op in patch)
+    return {op['path'].split('/', 2)[2]: op['value'] for op in patch}
+
+
+def cleared_instance_info(api):
+    return mock.call(NODE, [{'op': 'replace', 'path': '/instance_info',
+                             'value': {}}]) in api.patch_node.call_args_list
+
+
+def conflict(reason='locked'):
+    return exception.NodeConflict(node=NODE, reason=reason)
+
+
+def api_error(status_code, reason='refused'):
+    return exception.IronicAPIError(status_code=status_code, reason=reason)
+
+
+# -- what is written to the node ---------------------------------------------
+
+def test_instance_info_patch_carries_the_image_and_the_host_mark():
+    patch = deploy.instance_info_patch(deployment(
+        instance_info=dict(INFO, image_source='stale',
+                           **{deploy.HOST_KEY: 'compute-9'})))
+    assert deploy.HOST_KEY == 'nova_host_id'
+    assert patch == [
+        {'op': 'add', 'path': '/instance_info/capabilities',
+         'value': '{"boot_mode": "uefi"}'},
+        {'op': 'add', 'path': '/instance_info/image_source', 'value': IMAGE},
+        {'op': 'add', 'path': '/instance_info/nova_host_id', 'value': HOST},
+        {'op': 'add', 'path': '/instance_info/root_gb', 'value': '40'},
+        {'op': 'add', 'path': '/instance_info/traits',
+         'value': ['CUSTOM_IMAGE']},
+    ]
+
+
+def test_the_host_mark_tells_the_instances_of_a_host(provider, api):
+    api.supports.return_value = False
+
+    def deployed(instance_uuid, host, uuid, **fields):
+        info = {deploy.HOST_KEY: host} if host else {}
+        return node('active', instance_uuid=instance_uuid, uuid=uuid,
+                    instance_info=info, **fields)
+
+    api.iter_nodes.return_value = [
+        deployed(INSTANCE, HOST, 'n1', power_state='power on'),
+        deployed(OTHER, 'compute-2', 'n2'),
+        # Claimed, not deployed by anyone yet: nobody's instance.
+        deployed('new', None, 'n3')]
+    found = provider.instances(HOST)
+    assert list(found) == [INSTANCE]
+    assert found[INSTANCE].node_uuid == 'n1'
+    assert found[INSTANCE].host == HOST
+    assert found[INSTANCE].power_state == lifecycle.PowerState.ON
+    assert api.iter_nodes.call_args.kwargs['associated'] is True
+
+
+# -- deploy -------------------------------------------------------------------
+
+def test_deploy_writes_attaches_validates_provisions_and_waits(provider, api,
+                                                               clock):
+    api.get_node.side_effect = [node('deploying', target='active'),
+                                node('wait call-back', target='active'),
+                                node('active', power_state='power on')]
+    should_stop = mock.Mock(return_value=None)
+    deployed = provider.deploy(reservation(), deployment(), should_stop)
+
+    assert deployed.state == lifecycle.State.ACTIVE
+    assert deployed.node_uuid == NODE
+    info = written_info(api)
+    assert info['image_source'] == IMAGE
+    assert info['nova_host_id'] == HOST
+    assert info['root_gb'] == '40'
+    assert info['traits'] == ['CUSTOM_IMAGE']
+    assert [c.args for c in api.attach_vif.call_args_list] == [
+        (NODE, 'vif-1'), (NODE, 'vif-2')]
+    api.validate_node.assert_called_once_with(NODE)
+    api.set_provision_state.assert_called_once_with(NODE, 'active',
+                                                    body=None)
+    # instance_info and VIFs are in place before Ironic validates, and
+    # the wait starts once the deploy was asked for.
+    assert [name for name, _args, _kwargs in api.mock_calls] == [
+        'patch_node', 'attach_vif', 'attach_vif', 'validate_node',
+        'set_provision_state', 'get_node', 'get_node', 'get_node']
+    # Asked before every read whether to go on.
+    assert should_stop.call_count == 3
+    assert clock[0] == 1002.0
+
+
+def test_deploy_sends_the_config_drive(provider, api, clock):
+    api.get_node.return_value = node('active')
+    build = mock.Mock(return_value='H4sI...')
+    provider.deploy(reservation(), deployment(configdrive=build))
+    build.assert_called_once_with()
+    api.set_provision_state.assert_called_once_with(
+        NODE, 'active', body={'configdrive': 'H4sI...'})
+
+
+def test_deploy_without_vifs(provider, api, clock):
+    api.get_node.return_value = node('active')
+    provider.deploy(reservation(), deployment(vifs=()))
+    assert not api.attach_vif.called
+    assert provision_calls(api) == ['active']
+
+
+def test_validation_failure_undoes_and_fails(provider, api, clock):
+    api.validate_node.return_value = {
+        'deploy': {'result': False, 'reason': 'no image'},
+        'power': {'result': True}}
+    # The undo reads the claimed, undeployed node.
+    api.get_node.return_value = node('available')
+    api.list_vifs.return_value = ['vif-3']
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'no image' in str(e.value)
+    assert e.value.node == NODE
+    assert provision_calls(api) == []
+    assert sorted(c.args[1] for c in api.detach_vif.call_args_list) == [
+        'vif-1', 'vif-2', 'vif-3']
+    api.patch_node.assert_called_with(NODE, [
+        {'op': 'replace', 'path': '/instance_info', 'value': {}}])
+
+
+def test_deploy_failure_unprovisions_and_fails(provider, api, clock):
+    api.get_node.side_effect = [
+        node('deploy failed', last_error='boom'),   # the deploy wait
+        node('deploy failed', last_error='boom'),   # the undo's read
+        node('deleting', target='available'),
+        node('cleaning', instance_uuid=None)]
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'boom' in str(e.value)
+    assert provision_calls(api) == ['active', 'deleted']
+    assert api.get_node.call_count == 4
+
+
+def test_deploy_wait_is_bounded(provider, api, conf, clock):
+    conf.set_override('deploy_timeout', 10, group='ironic_multi')
+    conf.set_override('state_poll_interval', 2.0, group='ironic_multi')
+    stuck = node('wait call-back', target='active')
+    reads = []
+
+    def get_node(uuid, fields=None):
+        reads.append(clock[0])
+        if provision_calls(api) == ['active', 'deleted']:
+            return node('available', instance_uuid=None)
+        return stuck
+
+    api.get_node.side_effect = get_node
+    started = clock[0]
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'within 10 seconds' in str(e.value)
+    assert reads[-1] - started <= 12
+    assert provision_calls(api) == ['active', 'deleted']
+
+
+def test_an_ironic_error_fails_the_deploy_after_undoing_it(
+        provider, api, clock):
+    refused = conflict('no free port')
+    api.attach_vif.side_effect = [None, refused]
+    api.get_node.return_value = node('available')
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'no free port' in str(e.value)
+    assert e.value.__cause__ is refused
+    assert not api.validate_node.called
+    assert provision_calls(api) == []
+    assert cleared_instance_info(api)
+
+
+def test_a_node_taken_from_the_instance_fails_without_touching_it(
+        provider, api, clock):
+    api.get_node.return_value = node('active', instance_uuid=OTHER)
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'no longer belongs' in str(e.value)
+    # The undo finds another instance's node: nothing of ours to undo.
+    assert provision_calls(api) == ['active']
+    assert not api.detach_vif.called
+    assert api.patch_node.call_count == 1
+
+
+def test_should_stop_ends_the_wait_undoes_and_passes_through(provider, api,
+                                                             clock):
+    class Deleted(Exception):
+        pass
+
+    def should_stop():
+        if api.get_node.call_count == 1:
+            raise Deleted()
+
+    api.get_node.side_effect = [node('deploying', target='active'),
+                                # the undo
+                                node('deploying', target='active'),
+                                node('available', instance_uuid=None)]
+    with pytest.raises(Deleted):
+        provider.deploy(reservation(), deployment(), should_stop)
+    assert provision_calls(api) == ['active', 'deleted']
+
+
+def test_an_undo_that_cannot_finish_raises_teardown_failed(provider, api,
+                                                           clock):
+    api.get_node.return_value = node('deploy failed', last_error='boom')
+    api.set_provision_state.side_effect = [None, api_error(400)]
+    with pytest.raises(exception.TeardownFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert e.value.node == NODE
+    # The node may hold the instance's disk: it stays associated.
+    assert not api.delete_allocation.called
+    assert not any(op.get('path') == '/instance_uuid'
+                   for c in api.patch_node.call_args_list
+                   for op in c.args[1])
+
+
+# -- tear down ----------------------------------------------------------------
+
+@pytest.mark.parametrize('maintenance', [False, True])
+def test_teardown_unprovisions_and_waits(provider, api, clock, maintenance):
+    # Ironic tears down nodes in maintenance too (it refuses only deploy
+    # and rebuild), so maintenance takes the same path.
+    api.get_node.side_effect = [
+        node('active', power_state='power on', maintenance=maintenance),
+        node('deleting', target='available'),
+        node('cleaning', instance_uuid=None)]
+    provider.teardown(reservation(lifecycle.State.ACTIVE), VIFS)
+    assert provision_calls(api) == ['deleted']
+    assert api.get_node.call_count == 3
+
+
+def test_teardown_does_not_ask_twice(provider, api, clock):
+    api.get_node.side_effect = [node('deleting', target='available'),
+                                node('cleaning', instance_uuid=None)]
+    provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert provision_calls(api) == []
+    assert api.get_node.call_count == 2
+
+
+@pytest.mark.parametrize('state', ['rescue', 'deploy hold', 'some new state'])
+def test_teardown_of_any_other_state_unprovisions(provider, api, clock,
+                                                  state):
+    api.get_node.side_effect = [node(state),
+                                node('available', instance_uuid=None)]
+    provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert provision_calls(api) == ['deleted']
+
+
+def test_teardown_retries_a_locked_node(provider, api, clock):
+    api.get_node.side_effect = [node('deploying', target='active'),
+                                node('available', instance_uuid=None)]
+    api.set_provision_state.side_effect = [conflict(), None]
+    provider.teardown(reservation())
+    assert provision_calls(api) == ['deleted', 'deleted']
+    assert clock[0] == 1001.0
+
+
+def test_teardown_of_a_node_locked_until_the_deadline(provider, api, conf,
+                                                      clock):
+    conf.set_override('unprovision_timeout', 5, group='ironic_multi')
+    api.get_node.return_value = node('deploying', target='active')
+    api.set_provision_state.side_effect = conflict()
+    started = clock[0]
+    with pytest.raises(exception.TeardownFailed) as e:
+        provider.teardown(reservation())
+    assert 'locked' in str(e.value)
+    assert clock[0] - started <= 5
+    assert 2 <= api.set_provision_state.call_count <= 6
+
+
+def test_teardown_is_idempotent(provider, api, clock):
+    api.get_node.side_effect = [node('active'),
+                                node('available', instance_uuid=None),
+                                node('available', instance_uuid=None)]
+    provider.teardown(reservation(lifecycle.State.ACTIVE))
+    provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert provision_calls(api) == ['deleted']
+    assert not api.detach_vif.called
+
+
+def test_teardown_leaves_another_instance_alone(provider, api):
+    api.get_node.return_value = node('active', instance_uuid=OTHER)
+    provider.teardown(reservation(lifecycle.State.ACTIVE), VIFS)
+    assert provision_calls(api) == []
+    assert not api.detach_vif.called
+    assert not api.patch_node.called
+
+
+def test_teardown_of_a_node_that_is_gone(provider, api):
+    api.get_node.side_effect = exception.NodeNotFound(node=NODE)
+    provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert not api.set_provision_state.called
+
+
+def test_teardown_of_a_node_gone_meanwhile(provider, api, clock):
+    api.get_node.side_effect = [node('active'),
+                                exception.NodeNotFound(node=NODE)]
+    provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert provision_calls(api) == ['deleted']
+
+
+def test_teardown_of_a_claimed_undeployed_node(provider, api):
+    api.get_node.return_value = node('available')
+    api.list_vifs.return_value = ['vif-2', 'vif-3']
+    provider.teardown(reservation(), ['vif-1', 'vif-2'])
+    assert not api.set_provision_state.called
+    assert [c.args for c in api.detach_vif.call_args_list] == [
+        (NODE, 'vif-1'), (NODE, 'vif-2'), (NODE, 'vif-3')]
+    api.patch_node.assert_called_once_with(NODE, [
+        {'op': 'replace', 'path': '/instance_info', 'value': {}}])
+
+
+def test_failed_teardown(provider, api, clock):
+    api.get_node.side_effect = [node('active'),
+                                node('error', last_error='BMC gone')]
+    with pytest.raises(exception.TeardownFailed) as e:
+        provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert 'BMC gone' in str(e.value)
+    assert e.value.node == NODE
+
+
+def test_teardown_is_bounded(provider, api, conf, clock):
+    conf.set_override('unprovision_timeout', 5, group='ironic_multi')
+    api.get_node.return_value = node('deleting', target='available')
+    started = clock[0]
+    with pytest.raises(exception.TeardownFailed) as e:
+        provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert 'within' in str(e.value)
+    assert clock[0] - started <= 5
+    assert api.get_node.call_count <= 7
+
+
+def test_teardown_with_ironic_down(provider, api):
+    api.get_node.side_effect = exception.IronicUnavailable(reason='down')
+    with pytest.raises(exception.TeardownFailed) as e:
+        provider.teardown(reservation(lifecycle.State.ACTIVE))
+    assert 'down' in str(e.value)
+
+
+# -- rebuild ------------------------------------------------------------------
+
+def test_rebuild_reimages_in_place(provider, api, clock):
+    api.get_node.side_effect = [node('rebuild', target='active'),
+                                node('deploying', target='active'),
+                                node('active')]
+    provider.rebuild(reservation(lifecycle.State.ACTIVE), deployment(
+        instance_info=dict(INFO, preserve_ephemeral='True')))
+    info = written_info(api)
+    assert info['preserve_ephemeral'] == 'True'
+    assert info['nova_host_id'] == HOST
+    assert info['image_source'] == IMAGE
+    api.set_provision_state.assert_called_once_with(NODE, 'rebuild',
+                                                    body=None)
+    assert api.get_node.call_count == 3
+    # A rebuild keeps the node and its network.
+    assert not api.attach_vif.called and not api.detach_vif.called
+
+
+def test_rebuild_sends_the_config_drive(provider, api, clock):
+    api.get_node.return_value = node('active')
+    provider.rebuild(reservation(lifecycle.State.ACTIVE),
+                     deployment(configdrive=lambda: 'H4sI...'))
+    api.set_provision_state.assert_called_once_with(
+        NODE, 'rebuild', body={'configdrive': 'H4sI...'})
+
+
+def test_rebuild_failure(provider, api, clock):
+    api.get_node.return_value = node('deploy failed', last_error='bad image')
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.rebuild(reservation(lifecycle.State.ACTIVE), deployment())
+    assert 'bad image' in str(e.value)
+    # The instance keeps its node: no tear down.
+    assert provision_calls(api) == ['rebuild']
+
+
+def test_rebuild_refused(provider, api):
+    api.set_provision_state.side_effect = api_error(400, 'in maintenance')
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.rebuild(reservation(lifecycle.State.ACTIVE), deployment())
+    assert 'in maintenance' in str(e.value)
+    assert not api.get_node.called
+
+
+def test_rebuild_wait_is_bounded(provider, api, conf, clock):
+    conf.set_override('deploy_timeout', 10, group='ironic_multi')
+    api.get_node.return_value = node('rebuild', target='active')
+    started = clock[0]
+    with pytest.raises(exception.DeployFailed):
+        provider.rebuild(reservation(lifecycle.State.ACTIVE), deployment())
+    assert clock[0] - started <= 10
+
+
+# -- VIFs ---------------------------------------------------------------------
+
+def test_attach_and_detach_vif(provider, api):
+    provider.attach_vif(reservation(lifecycle.State.ACTIVE), 'vif-2')
+    api.attach_vif.assert_called_once_with(NODE, 'vif-2')
+    provider.detach_vif(reservation(lifecycle.State.ACTIVE), 'vif-2')
+    api.detach_vif.assert_called_once_with(NODE, 'vif-2')
+
+
+@pytest.mark.parametrize('action', ['attach', 'detach'])
+def test_vif_errors_name_the_vif_and_the_node(provider, api, action):
+    getattr(api, '%s_vif' % action).side_effect = api_error(400, 'no port')
+    with pytest.raises(exception.VifActionFailed) as e:
+        getattr(provider, '%s_vif' % action)(
+            reservation(lifecycle.State.ACTIVE), 'vif-2')
+    assert e.value.vif == 'vif-2'
+    assert e.value.node == NODE
+    assert 'no port' in str(e.value)
