@@ -44,6 +44,7 @@ from ironic_multi import exception
 from ironic_multi.reservation.providers import base
 from ironic_multi.reservation import reserver as reserver_mod
 from ironic_multi.virt import capacity
+from ironic_multi.virt import consumers
 from ironic_multi.virt import errors
 from ironic_multi.virt import host as host_mod
 from ironic_multi.virt import instances
@@ -77,6 +78,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._host = CONF.host
         self._reserver = reserver
         self._instances = None
+        self._inventory = None
 
     # -- life cycle ---------------------------------------------------------
 
@@ -86,6 +88,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             # The member id of the coordination group is per host: Nova's
             # test services share one process.
             self._reserver = reserver_mod.Reserver(CONF, host=host)
+        self._reserver.set_consumers(consumers.instance_states)
+        self._reserver.on_refresh(self._refresh_inventory)
         self._reserver.start()
         self._instances = instances.LocalInstances(self._reserver)
         # What the node provider cannot do, Nova must not offer.
@@ -126,14 +130,26 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
     def get_available_resource(self, nodename):
         return host_mod.available_resource(self._host)
 
+    def _refresh_inventory(self, reserver):
+        """Compute the inventory with each refresh, in its thread.
+
+        The cluster's free count and this host's use are read together, so
+        they agree: placement's own count of this host's allocations moves
+        the free count between refreshes.  And nothing here runs under the
+        resource tracker's lock, where builds queue.
+        """
+        used = capacity.used_by_flavors(capacity.flavors_on_host(self._host))
+        self._inventory = capacity.inventory(reserver.cluster_capacity(),
+                                             used)
+        reserver.publish_extra(inventory=self._inventory)
+
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
-        # The Reserver publishes and sums capacity in its periodic refresh;
-        # here, under the resource tracker's lock, only its last sum is
-        # read.
-        used = capacity.used_by_flavors(
-            capacity.flavors_on_host(self._host))
-        provider_tree.update_inventory(nodename, capacity.inventory(
-            self._reserver.cluster_capacity(), used))
+        # No network round trip here, under the resource tracker's lock:
+        # the inventory comes from the last refresh (the first one, in
+        # init_host, made it).
+        if self._inventory is None:
+            self._refresh_inventory(self._reserver)
+        provider_tree.update_inventory(nodename, self._inventory)
         provider_tree.update_traits(nodename, capacity.provider_traits(
             provider_tree.data(nodename).traits,
             self._reserver.cluster_traits()))

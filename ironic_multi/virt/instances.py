@@ -76,12 +76,20 @@ class LocalInstances(object):
         return dict(found)
 
     def power_state(self, instance_uuid, use_cache=True):
-        """Nova's power state of the instance; NOSTATE without a node."""
-        if use_cache and self._snapshot_at is not None and (
-                time.monotonic() - self._snapshot_at < self._max_age):
-            reservation = self._snapshot.get(instance_uuid)
-            if reservation is not None:
-                return _POWER_STATES[reservation.power_state]
+        """Nova's power state of the instance; NOSTATE without a node.
+
+        With ``use_cache``, the health poll's last finding answers, or else
+        the last listing; without, the provider does.
+        """
+        if use_cache:
+            found = self._reserver.health.latest(instance_uuid)
+            if found is not None:
+                return _POWER_STATES[found.power_state]
+            if self._snapshot_at is not None and (
+                    time.monotonic() - self._snapshot_at < self._max_age):
+                reservation = self._snapshot.get(instance_uuid)
+                if reservation is not None:
+                    return _POWER_STATES[reservation.power_state]
         reservation = self._reserver.lookup(instance_uuid)
         if reservation is None:
             return power_state.NOSTATE

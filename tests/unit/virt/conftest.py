@@ -16,6 +16,7 @@ from oslo_config import fixture as config_fixture
 import pytest
 
 from ironic_multi.conf import CONF
+from ironic_multi.virt import capacity
 from ironic_multi.virt import driver
 from tests.unit.virt import fakes
 
@@ -45,6 +46,12 @@ def clock(monkeypatch):
 @pytest.fixture
 def reserver():
     return fakes.FakeReserver()
+
+
+@pytest.fixture(autouse=True)
+def no_nova_database(monkeypatch):
+    """Nova's database is not there: this host has no instances in it."""
+    monkeypatch.setattr(capacity, 'flavors_on_host', lambda host: [])
 
 
 @pytest.fixture

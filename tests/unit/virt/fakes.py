@@ -68,6 +68,10 @@ class FakeReserver(object):
         self.errors = {}
         self.on_deploy = None
         self.started = self.stopped = False
+        self.consumers = None
+        self.listeners = []
+        self.extra = {}
+        self.health = FakeHealth()
 
     def _call(self, name, *args):
         self.calls.append((name,) + args)
@@ -98,6 +102,21 @@ class FakeReserver(object):
     def start(self, background=True):
         self._call('start')
         self.started = True
+        self.refresh()
+
+    def refresh(self):
+        """What the real refresh tells its listeners."""
+        for listener in self.listeners:
+            listener(self)
+
+    def set_consumers(self, consumers):
+        self.consumers = consumers
+
+    def on_refresh(self, listener):
+        self.listeners.append(listener)
+
+    def publish_extra(self, **fields):
+        self.extra.update(fields)
 
     def stop(self):
         self._call('stop')
@@ -170,6 +189,16 @@ class FakeReserver(object):
 
     def detach_vif(self, instance_uuid, vif_id):
         self._call('detach_vif', instance_uuid, vif_id)
+
+
+class FakeHealth(object):
+    """The Reserver's health poll: findings set by the test."""
+
+    def __init__(self):
+        self.found = {}
+
+    def latest(self, instance_uuid):
+        return self.found.get(instance_uuid)
 
 
 def flavor(extra_specs=None, **fields):

@@ -310,24 +310,38 @@ def test_update_provider_tree(drv, reserver, tree):
     flavors = [{'extra_specs': fakes.BAREMETAL_SPECS}] * 2
     with mock.patch.object(capacity, 'flavors_on_host',
                            return_value=flavors) as on_host:
-        drv.update_provider_tree(tree, fakes.HOST)
+        reserver.refresh()
     on_host.assert_called_once_with(fakes.HOST)
+    del reserver.calls[:]
+
+    with mock.patch.object(capacity, 'flavors_on_host') as on_host:
+        drv.update_provider_tree(tree, fakes.HOST)
+    # Under the resource tracker's lock: no round trip of any kind, only
+    # what the last refresh computed.
+    on_host.assert_not_called()
+    assert reserver.names() == ['cluster_traits']
     data = tree.data(fakes.HOST)
     # 6 nodes taken, 2 of them by our instances: reserved hides the 4.
-    assert data.inventory == {'CUSTOM_BAREMETAL': {
+    expected = {'CUSTOM_BAREMETAL': {
         'total': 10, 'reserved': 4, 'min_unit': 1, 'max_unit': 1,
         'step_size': 1, 'allocation_ratio': 1.0}}
+    assert data.inventory == expected
     assert data.traits == {'COMPUTE_NODE', 'CUSTOM_GPU'}
-    # Only what the Reserver summed at its last refresh is read.
-    assert sorted(reserver.names()) == ['cluster_capacity', 'cluster_traits']
+    # Published for ironic-multi-manage capacity.
+    assert reserver.extra['inventory'] == expected
 
 
-def test_update_provider_tree_follows_the_cluster(drv, reserver, tree):
-    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+def test_update_provider_tree_follows_the_refreshes(drv, reserver, tree):
     with mock.patch.object(capacity, 'flavors_on_host', return_value=[]):
+        reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+        reserver.refresh()
         drv.update_provider_tree(tree, fakes.HOST)
         reserver.cluster = {'baremetal': {'total': 12, 'free': 12},
                             'gold': {'total': 1, 'free': 0}}
+        drv.update_provider_tree(tree, fakes.HOST)
+        assert tree.data(fakes.HOST).inventory[
+            'CUSTOM_BAREMETAL']['total'] == 10
+        reserver.refresh()
         drv.update_provider_tree(tree, fakes.HOST)
     inventory = tree.data(fakes.HOST).inventory
     assert inventory['CUSTOM_BAREMETAL']['total'] == 12

@@ -1,0 +1,46 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""What Nova says of instances, for the housekeeper.
+
+Asked through Nova's objects, as any compute service can (the conductor
+reads the cell database): an instance that is deleted, or that Nova never
+had, is gone.
+"""
+
+from nova import context as nova_context
+from nova import objects
+
+from ironic_multi.reservation import housekeeper
+
+# UUIDs per database query.
+_CHUNK = 500
+
+
+def instance_states(instance_uuids):
+    """``{uuid: vm_state, or housekeeper.GONE}`` of ``instance_uuids``.
+
+    UUIDs Nova does not know are left out: the housekeeper takes them as
+    gone too.
+    """
+    context = nova_context.get_admin_context(read_deleted='yes')
+    uuids = sorted(set(instance_uuids))
+    states = {}
+    for start in range(0, len(uuids), _CHUNK):
+        found = objects.InstanceList.get_by_filters(
+            context, {'uuid': uuids[start:start + _CHUNK]},
+            expected_attrs=[])
+        states.update((instance.uuid, housekeeper.GONE if instance.deleted
+                       else instance.vm_state) for instance in found)
+    return states

@@ -1,0 +1,42 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+from unittest import mock
+
+from ironic_multi.reservation import housekeeper
+from ironic_multi.virt import consumers
+from tests.unit.virt import fakes
+
+
+def test_deleted_instances_are_gone_and_unknown_ones_left_out():
+    alive = fakes.instance(uuid='a', vm_state='active', deleted=False)
+    deleted = fakes.instance(uuid='d', vm_state='deleted', deleted=True)
+    with mock.patch('nova.objects.InstanceList.get_by_filters',
+                    return_value=[alive, deleted]) as query:
+        states = consumers.instance_states(['d', 'a', 'unknown', 'a'])
+    assert states == {'a': 'active', 'd': housekeeper.GONE}
+    (context, filters), kwargs = query.call_args
+    assert filters == {'uuid': ['a', 'd', 'unknown']}
+    # Deleted instances must be found to be told apart from unknown ones.
+    assert context.read_deleted == 'yes'
+
+
+def test_many_instances_are_asked_in_chunks():
+    uuids = ['u%04d' % i for i in range(1200)]
+    with mock.patch('nova.objects.InstanceList.get_by_filters',
+                    return_value=[]) as query:
+        consumers.instance_states(uuids)
+    asked = [call.args[1]['uuid'] for call in query.call_args_list]
+    assert [len(chunk) for chunk in asked] == [500, 500, 200]
+    assert sum(asked, []) == uuids
