@@ -32,7 +32,13 @@ OPTS = [
         help='Claim nodes with Ironic allocations (API 1.52) when the '
              'server supports them; otherwise, or when disabled, set the '
              'node\'s instance_uuid, which Ironic refuses with 409 when '
-             'the node is taken.'),
+             'the node is taken. Allocations need system-scoped '
+             'credentials ([ironic] system_scope = all): Ironic restricts '
+             'the allocations of a project-scoped user to its project\'s '
+             'nodes, so with such credentials claims fall back to '
+             'instance_uuid, with a warning at start. Both work with '
+             'system scope, and with a project-scoped service user when '
+             'Ironic\'s rbac_service_role_elevated_access is enabled.'),
     cfg.IntOpt(
         'claim_candidates',
         default=8,

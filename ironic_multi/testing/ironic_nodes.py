@@ -208,6 +208,17 @@ class IronicNodes:
             params['marker'] = page[-1]['uuid']
 
 
+def admin_nodes(server):
+    """Node helpers of ``server`` acting as its admin.
+
+    Behind Keystone that is a system-scoped admin token; under noauth the
+    helpers need nothing more.
+    """
+    nodes = IronicNodes(server)
+    nodes.session.headers.update(server.api_headers())
+    return nodes
+
+
 def diff_snapshots(before, after):
     """What changed between two :meth:`IronicNodes.snapshot` results.
 

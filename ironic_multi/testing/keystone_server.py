@@ -64,6 +64,9 @@ AUTH_MODES = {
     'project-defaults': ('project', False),
 }
 SERVICE_PROJECT = 'service'
+# A region for a second Ironic behind the same Keystone (tests run one with
+# Ironic's defaults and one with rbac_service_role_elevated_access).
+ELEVATED_REGION = 'RegionElevated'
 DOMAIN = 'Default'
 # A token is valid for an hour; one is reused for ten minutes.
 TOKEN_REUSE_SECONDS = 600

@@ -14,6 +14,7 @@
 
 """Reservers against a test Ironic, each with options of its own."""
 
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from ironic_multi import conf as im_conf
@@ -34,6 +35,11 @@ def make_conf(endpoint=None, ironic=None, **overrides):
     if endpoint is not None:
         ironic.setdefault('auth_type', 'none')
         ironic.setdefault('endpoint_override', endpoint)
+    if ironic.get('auth_type'):
+        # keystoneauth registers a plugin's options only when it loads
+        # it: they must exist before they can be set.
+        conf.register_opts(ks_loading.get_auth_plugin_conf_options(
+            ironic['auth_type']), group='ironic')
     for name, value in ironic.items():
         conf.set_override(name, value, group='ironic')
     for name, value in overrides.items():

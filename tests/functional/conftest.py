@@ -20,6 +20,7 @@ from ironic_multi.reservation.providers.ironic import client
 from ironic_multi.testing import coordination as coordination_servers
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server
+from ironic_multi.testing import keystone_server
 from ironic_multi.testing import reservers
 
 
@@ -31,6 +32,34 @@ def _ironic_server():
     safety net covers SIGTERM, SIGHUP and a killed test runner.
     """
     with ironic_server.IronicServer() as server:
+        yield server
+
+
+@pytest.fixture(scope='session')
+def keystone():
+    """A real Keystone, bootstrapped as devstack does."""
+    with keystone_server.KeystoneServer() as server:
+        yield server
+
+
+@pytest.fixture(scope='session')
+def plain_ironic(keystone):
+    """Ironic behind Keystone with its shipped defaults, in RegionOne."""
+    with ironic_server.IronicServer(keystone=keystone) as server:
+        keystone.add_endpoint('baremetal', 'ironic', server.endpoint)
+        yield server
+
+
+@pytest.fixture(scope='session')
+def elevated_ironic(keystone):
+    """Ironic with ``rbac_service_role_elevated_access = true``.
+
+    It is in the catalog of ``keystone_server.ELEVATED_REGION``.
+    """
+    with ironic_server.IronicServer(
+            keystone=keystone, service_role_elevated_access=True) as server:
+        keystone.add_endpoint('baremetal', 'ironic', server.endpoint,
+                              region=keystone_server.ELEVATED_REGION)
         yield server
 
 

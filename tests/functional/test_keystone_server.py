@@ -44,33 +44,8 @@ from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server as ironic_lib
 from ironic_multi.testing import keystone_server as keystone_lib
 
-# The elevated Ironic is found in a region of its own.
-ELEVATED_REGION = 'RegionElevated'
+ELEVATED_REGION = keystone_lib.ELEVATED_REGION
 NODES = 4
-
-
-@pytest.fixture(scope='module')
-def keystone():
-    with keystone_lib.KeystoneServer() as server:
-        yield server
-
-
-@pytest.fixture(scope='module')
-def plain_ironic(keystone):
-    """Ironic behind Keystone with its shipped defaults, in RegionOne."""
-    with ironic_lib.IronicServer(keystone=keystone) as server:
-        keystone.add_endpoint('baremetal', 'ironic', server.endpoint)
-        yield server
-
-
-@pytest.fixture(scope='module')
-def elevated_ironic(keystone):
-    """Ironic with ``rbac_service_role_elevated_access = true``."""
-    with ironic_lib.IronicServer(
-            keystone=keystone, service_role_elevated_access=True) as server:
-        keystone.add_endpoint('baremetal', 'ironic', server.endpoint,
-                              region=ELEVATED_REGION)
-        yield server
 
 
 def nova_adapter(options):
@@ -91,13 +66,6 @@ def nova_adapter(options):
         session, service_type='baremetal', region_name=conf.ironic.region_name,
         interface=conf.ironic.valid_interfaces, raise_exc=False,
         default_microversion=ironic_lib.API_VERSION)
-
-
-def admin_nodes(server):
-    """Node helpers acting as the system-scoped admin."""
-    nodes = ironic_nodes.IronicNodes(server)
-    nodes.session.headers.update(server.api_headers())
-    return nodes
 
 
 # -- the fixture ----------------------------------------------------------
@@ -170,7 +138,7 @@ def row(request, keystone):
     expected = ROWS[request.param]
     server = request.getfixturevalue(
         'elevated_ironic' if elevated else 'plain_ironic')
-    nodes = admin_nodes(server)
+    nodes = ironic_nodes.admin_nodes(server)
     uuids = nodes.enroll_nodes(NODES)
     region = ELEVATED_REGION if elevated else None
     yield (nova_adapter(keystone.ironic_options(scope, region)), nodes,
@@ -242,7 +210,7 @@ def test_project_scoped_reads(keystone, plain_ironic, elevated_ironic):
     for name, server, region in (
             ('elevated', elevated_ironic, ELEVATED_REGION),
             ('defaults', plain_ironic, None)):
-        nodes = admin_nodes(server)
+        nodes = ironic_nodes.admin_nodes(server)
         node = nodes.enroll_nodes(1)[0]
         nova = nova_adapter(keystone.ironic_options('project', region))
         try:
@@ -257,7 +225,7 @@ def test_project_scoped_reads(keystone, plain_ironic, elevated_ironic):
 
 
 def test_system_scoped_reads(keystone, plain_ironic):
-    nodes = admin_nodes(plain_ironic)
+    nodes = ironic_nodes.admin_nodes(plain_ironic)
     node = nodes.enroll_nodes(1)[0]
     nova = nova_adapter(keystone.ironic_options('system'))
     try:

@@ -34,8 +34,10 @@ LOG = logging.getLogger(__name__)
 _ALLOCATION_POLL = 0.05
 _ALLOCATION_POLL_MAX = 1.0
 
-Claimed = collections.namedtuple('Claimed', ['node_uuid', 'earlier'])
-"""A claim's node; ``earlier`` when an earlier attempt had made it."""
+Claimed = collections.namedtuple('Claimed',
+                                 ['node_uuid', 'earlier', 'node'])
+"""A claim's node; ``earlier`` when an earlier attempt had made it;
+``node`` is the node as Ironic answered the claim, or None."""
 
 
 class Claimer(object):
@@ -45,17 +47,20 @@ class Claimer(object):
     :param use_allocations: claim with allocations when Ironic has them.
     :param claim_timeout: ``[ironic_multi]claim_timeout``, for errors.
     :param on_taken: ``f(node_uuid)``, told of nodes a claim found taken.
+    :param on_gone: ``f(node_uuid)``, told of nodes Ironic no longer has.
     """
 
-    def __init__(self, api, use_allocations, claim_timeout, on_taken):
+    def __init__(self, api, use_allocations, claim_timeout, on_taken,
+                 on_gone):
         self._api = api
-        self._use_allocations = use_allocations
+        self.use_allocations = use_allocations
         self._claim_timeout = claim_timeout
         self._on_taken = on_taken
+        self._on_gone = on_gone
 
     @property
     def by_allocation(self):
-        return self._use_allocations and self._api.supports('allocations')
+        return self.use_allocations and self._api.supports('allocations')
 
     def claim(self, candidates, instance_uuid, required_traits, deadline):
         """Reserve one of ``candidates`` (node dicts).
@@ -73,14 +78,19 @@ class Claimer(object):
     def _by_patch(self, candidates, instance_uuid, deadline):
         for node in candidates:
             try:
-                self._api.claim_node(node['uuid'], instance_uuid,
-                                     deadline=deadline)
+                answer = self._api.claim_node(node['uuid'], instance_uuid,
+                                              deadline=deadline)
             except exception.InstanceAlreadyClaimed:
                 # A retried spawn, or an earlier answer that was lost.
                 existing = self._node_of(instance_uuid)
                 if existing is not None:
-                    return Claimed(existing, earlier=True)
+                    return Claimed(existing, earlier=True, node=None)
                 self._on_taken(node['uuid'])
+                continue
+            except exception.NodeNotFound:
+                # Deleted from Ironic since the pool read it.
+                LOG.info('Node %s is gone from Ironic', node['uuid'])
+                self._on_gone(node['uuid'])
                 continue
             except exception.NodeAlreadyClaimed as e:
                 LOG.debug('Node %(node)s was taken: %(reason)s',
@@ -94,7 +104,8 @@ class Claimer(object):
                              'error': e})
                 if self._holder(node['uuid']) != instance_uuid:
                     continue
-            return Claimed(node['uuid'], earlier=False)
+                answer = None
+            return Claimed(node['uuid'], earlier=False, node=answer)
         raise exception.NodeAlreadyClaimed(
             node=','.join(n['uuid'] for n in candidates),
             instance=instance_uuid, reason='every candidate is taken')
@@ -105,6 +116,13 @@ class Claimer(object):
                 node_uuid, fields=['instance_uuid'])['instance_uuid']
         except exception.NodeNotFound:
             return None
+
+    def _gone(self, node_uuid):
+        try:
+            self._api.get_node(node_uuid, fields=['uuid'])
+        except exception.NodeNotFound:
+            return True
+        return False
 
     def _node_of(self, instance_uuid):
         node = self._api.node_by_instance(instance_uuid, fields=['uuid'])
@@ -119,12 +137,30 @@ class Claimer(object):
         resource_class = candidates[0].get('resource_class')
         same_class = [n['uuid'] for n in candidates
                       if n.get('resource_class') == resource_class]
-        allocation, earlier = self._create_allocation(
-            instance_uuid, same_class, resource_class, required_traits,
-            deadline)
+        try:
+            allocation, earlier = self._create_allocation(
+                instance_uuid, same_class, resource_class, required_traits,
+                deadline)
+        except exception.IronicAPIError as e:
+            if e.status_code != 400:
+                raise
+            # Ironic refuses candidates it no longer has (400), without a
+            # structured way to say which: ask about each.
+            gone = [uuid for uuid in same_class if self._gone(uuid)]
+            if not gone:
+                raise
+            for uuid in gone:
+                self._on_gone(uuid)
+            rest = [n for n in candidates if n['uuid'] not in gone]
+            if not rest:
+                raise exception.NodeAlreadyClaimed(
+                    node=','.join(gone), instance=instance_uuid,
+                    reason='the candidates are gone from Ironic')
+            return self._by_allocation(rest, instance_uuid, required_traits,
+                                       deadline)
         allocation = self._wait_allocation(allocation, deadline)
         if allocation['state'] == 'active':
-            return Claimed(allocation['node_uuid'], earlier)
+            return Claimed(allocation['node_uuid'], earlier, node=None)
         # Delete the failed allocation so that the instance UUID is free
         # for the next attempt.
         self._api.delete_allocation(instance_uuid)

@@ -64,9 +64,10 @@ class IronicAPI(object):
     def __init__(self, conf, session=None, endpoint=None):
         self._conf = conf
         group = conf.ironic
+        self._session = session or _session_from_conf(conf)
         self._client = ic_client.Client(
             endpoint_override=endpoint or group.endpoint_override,
-            session=session or _session_from_conf(conf),
+            session=self._session,
             # Only our own explicit header is ever sent (see _request), so
             # the client must neither negotiate nor retry on its own.
             os_ironic_api_version=versions.format(versions.MINIMUM),
@@ -107,6 +108,23 @@ class IronicAPI(object):
 
     def supports(self, feature):
         return self.version >= versions.FEATURES[feature]
+
+    def token_scope(self):
+        """``'system'``, ``'project'``, or None (no token: noauth).
+
+        :raises IronicUnavailable: Keystone did not answer.
+        """
+        auth = self._session.auth
+        if auth is None or not hasattr(auth, 'get_access'):
+            return None
+        try:
+            access = auth.get_access(self._session)
+        except ks_exc.ClientException as e:
+            raise exception.IronicUnavailable(
+                reason='cannot authenticate to Keystone: %s' % e)
+        if getattr(access, 'system_scoped', False):
+            return 'system'
+        return 'project' if access.project_id else None
 
     @contextlib.contextmanager
     def bounded(self, deadline):

@@ -64,6 +64,9 @@ class Deployer(object):
         self._api = api
         self._opts = conf.ironic_multi
 
+    def _bounded(self, seconds):
+        return self._api.bounded(time.monotonic() + seconds)
+
     # -- deploy -----------------------------------------------------------
 
     def deploy(self, node, deployment, should_stop=None):
@@ -76,13 +79,16 @@ class Deployer(object):
             not be released.
         """
         try:
-            self._api.patch_node(node, instance_info_patch(deployment))
-            for vif in deployment.vifs:
-                self._api.attach_vif(node, vif)
-            self._validate(node)
-            self._provision(node, states.TARGET_ACTIVE, deployment)
-            self._wait_for_active(node, deployment.instance_uuid,
-                                  should_stop)
+            # No request may outlive the deploy's bound, not even one that
+            # Ironic never answers.
+            with self._bounded(self._opts.deploy_timeout):
+                self._api.patch_node(node, instance_info_patch(deployment))
+                for vif in deployment.vifs:
+                    self._api.attach_vif(node, vif)
+                self._validate(node)
+                self._provision(node, states.TARGET_ACTIVE, deployment)
+                self._wait_for_active(node, deployment.instance_uuid,
+                                      should_stop)
         except Exception as e:
             LOG.error('Deploying node %(node)s for instance %(instance)s '
                       'failed (%(error)s); taking it back',
@@ -105,11 +111,14 @@ class Deployer(object):
         :raises DeployFailed:
         """
         try:
-            self._api.patch_node(node, instance_info_patch(deployment))
-            self._provision(node, states.TARGET_REBUILD, deployment)
+            with self._bounded(self._opts.deploy_timeout):
+                self._api.patch_node(node, instance_info_patch(deployment))
+                self._provision(node, states.TARGET_REBUILD, deployment)
+                self._wait_for_active(node, deployment.instance_uuid)
+        except exception.DeployFailed:
+            raise
         except exception.IronicMultiError as e:
             raise exception.DeployFailed(node=node, reason=e)
-        self._wait_for_active(node, deployment.instance_uuid)
         LOG.info('Rebuilt Ironic node %(node)s for instance %(instance)s',
                  {'node': node, 'instance': deployment.instance_uuid})
 
@@ -164,14 +173,15 @@ class Deployer(object):
         :raises TeardownFailed:
         """
         try:
-            current = self._api.get_node(node, fields=NODE_FIELDS)
-            if current.get('instance_uuid') != instance_uuid:
-                return
-            if (current['provision_state'] in states.UNDEPLOYED
-                    and not current.get('target_provision_state')):
-                self._clean_up(node, vifs)
-            else:
-                self._unprovision(current, instance_uuid)
+            with self._bounded(self._opts.unprovision_timeout):
+                current = self._api.get_node(node, fields=NODE_FIELDS)
+                if current.get('instance_uuid') != instance_uuid:
+                    return
+                if (current['provision_state'] in states.UNDEPLOYED
+                        and not current.get('target_provision_state')):
+                    self._clean_up(node, vifs)
+                else:
+                    self._unprovision(current, instance_uuid)
         except exception.NodeNotFound:
             LOG.info('Ironic node %s is gone: nothing to tear down', node)
         except exception.TeardownFailed:

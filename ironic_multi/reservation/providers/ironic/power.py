@@ -14,6 +14,8 @@
 
 """Power on, power off and reboot of an Ironic node, waited for."""
 
+import time
+
 from oslo_log import log as logging
 
 from ironic_multi import exception
@@ -52,8 +54,10 @@ class PowerControl(object):
         :raises PowerActionFailed:
         """
         target, expected, fallback = _ACTIONS[action]
+        timeout = timeout or self._opts.power_timeout
         try:
-            self._change(node, action, target, expected, timeout)
+            with self._api.bounded(time.monotonic() + timeout):
+                self._change(node, action, target, expected, timeout)
         except exception.PowerActionFailed as e:
             if fallback is None:
                 raise
@@ -81,7 +85,7 @@ class PowerControl(object):
             lambda: self._api.get_node(node, fields=_FIELDS),
             lambda n: (not n.get('target_power_state')
                        and n.get('power_state') == expected),
-            timeout=timeout or self._opts.power_timeout,
+            timeout=timeout,
             interval=self._opts.state_poll_interval,
             error=error,
             what='%s of node %s' % (action, node),

@@ -87,10 +87,46 @@ class IronicProvider(base.NodeProvider):
         self._cooling = (filters.ReadyFilter(self._why_cooling),)
         self._claimer = claims.Claimer(
             self.api, self._opts.use_allocations, self._opts.claim_timeout,
-            on_taken=lambda node: self.pool.mark_taken(node, _TAKEN))
+            on_taken=lambda node: self.pool.mark_taken(node, _TAKEN),
+            on_gone=self.pool.forget)
+        self._tenancy = filters.OwnerFilter()
         self._deployer = deploy.Deployer(self.api, conf)
         self._power = power.PowerControl(self.api, conf)
         self._fields = None
+
+    def start(self):
+        self._check_access()
+
+    def _check_access(self):
+        """Find out now whether these credentials can work, and say why not.
+
+        Ironic's default policies show a project-scoped service user no
+        node and refuse it the shard listing (403): nothing can work.  With
+        ``rbac_service_role_elevated_access`` it sees every node, but an
+        allocation it makes is owner-restricted to its own project, so
+        allocations find no node: claims then go by PATCH.
+        """
+        if self.api.supports('shards'):
+            try:
+                self.api.list_shards()
+            except exception.IronicAPIError as e:
+                if e.status_code not in (401, 403):
+                    raise
+                raise exception.ConfigInvalid(reason=(
+                    'the [ironic] credentials may not list Ironic\'s shards '
+                    '(HTTP %d): authenticate system-scoped ([ironic] '
+                    'system_scope = all, with a system role), or enable '
+                    'Ironic\'s [DEFAULT] rbac_service_role_elevated_access '
+                    'for a project-scoped service user' % e.status_code))
+        if self._claimer.by_allocation and self.api.token_scope() == 'project':
+            LOG.warning('The [ironic] credentials are project-scoped: Ironic '
+                        'would restrict every allocation to that project\'s '
+                        'nodes, so claims set instance_uuid by PATCH instead. '
+                        'To claim with allocations, authenticate '
+                        'system-scoped ([ironic] system_scope = all); to '
+                        'silence this, set [ironic_multi] use_allocations = '
+                        'False.')
+            self._claimer.use_allocations = False
 
     # -- reading ----------------------------------------------------------
 
@@ -208,13 +244,40 @@ class IronicProvider(base.NodeProvider):
         if not candidates:
             raise exception.NodeAlreadyClaimed(
                 node='-', instance=instance_uuid, reason='no candidates')
-        claimed = self._claimer.claim(candidates, instance_uuid,
-                                      requirements.required_traits, deadline)
-        self.pool.mark_taken(claimed.node_uuid, instance_uuid)
+        with self.api.bounded(deadline):
+            return self._claim(list(candidates), instance_uuid,
+                               requirements, deadline)
+
+    def _claim(self, candidates, instance_uuid, requirements, deadline):
+        while True:
+            claimed = self._claimer.claim(candidates, instance_uuid,
+                                          requirements.required_traits,
+                                          deadline)
+            self.pool.mark_taken(claimed.node_uuid, instance_uuid)
+            # The pool's copy of the node may be minutes old: its tenancy
+            # is checked again on the node as it is now (a PATCH answers
+            # with it).
+            node = claimed.node or self.api.get_node(claimed.node_uuid,
+                                                     fields=self.fields)
+            wrong = self._tenancy.reason(node, requirements)
+            if not wrong:
+                break
+            LOG.warning('Node %(node)s is %(why)s: releasing it for '
+                        '%(instance)s', {'node': claimed.node_uuid,
+                                         'why': wrong,
+                                         'instance': instance_uuid})
+            self._claimer.release(instance_uuid, claimed.node_uuid,
+                                  deadline)
+            self.pool.forget(claimed.node_uuid)
+            candidates = [n for n in candidates
+                          if n['uuid'] != claimed.node_uuid]
+            if not candidates:
+                raise exception.NodeAlreadyClaimed(
+                    node=claimed.node_uuid, instance=instance_uuid,
+                    reason=wrong)
         if claimed.earlier:
             # An earlier attempt's node: its state is Ironic's to tell.
             return self.lookup(instance_uuid)
-        node = next(n for n in candidates if n['uuid'] == claimed.node_uuid)
         return self._reservation(dict(node, instance_uuid=instance_uuid))
 
     def release(self, instance_uuid):

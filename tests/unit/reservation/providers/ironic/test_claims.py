@@ -35,6 +35,7 @@ from ironic_multi.reservation import requirements as reqs
 NODES = [{'uuid': 'n%d' % i, 'resource_class': 'gold', 'shard': 's1',
           'provision_state': 'available', 'instance_uuid': None}
          for i in range(3)]
+BY_UUID = {node['uuid']: node for node in NODES}
 LOST = exception.RequestOutcomeUnknown(method='POST', url='/x',
                                        reason='connection reset')
 
@@ -48,6 +49,9 @@ def backend(request):
                    group='ironic_multi')
     api = mock.create_autospec(client.IronicAPI, instance=True)
     api.supports.return_value = True
+    # Ironic as it is after the claim: the node holds the instance.
+    api.get_node.side_effect = lambda uuid, fields=None: dict(
+        BY_UUID[uuid], instance_uuid='inst')
     return provider.IronicProvider(CONF, api=api)
 
 
@@ -61,17 +65,55 @@ class TestPatchClaim:
 
     def test_lost_answer_that_applied_is_a_claim(self, backend):
         backend.api.claim_node.side_effect = LOST
-        backend.api.get_node.return_value = {'instance_uuid': 'inst'}
         reservation = _claim(backend)
         assert reservation.node_uuid == 'n0'
         assert reservation.instance_uuid == 'inst'
-        backend.api.get_node.assert_called_once_with(
+        assert backend.api.get_node.call_args_list[0] == mock.call(
             'n0', fields=['instance_uuid'])
 
     def test_lost_answer_that_did_not_apply_moves_on(self, backend):
-        backend.api.claim_node.side_effect = [LOST, {'uuid': 'n1'}]
-        backend.api.get_node.return_value = {'instance_uuid': None}
+        claimed = dict(NODES[1], instance_uuid='inst')
+        backend.api.claim_node.side_effect = [LOST, claimed]
+        backend.api.get_node.side_effect = lambda uuid, fields=None: dict(
+            BY_UUID[uuid], instance_uuid=None)
+        reservation = _claim(backend)
+        assert reservation.node_uuid == 'n1'
+        # The PATCH answered with the node: no read after the claim.
+        assert backend.api.get_node.call_count == 1
+
+    def test_a_node_gone_from_ironic_is_skipped(self, backend):
+        gone = exception.NodeNotFound(node='n0')
+        backend.api.claim_node.side_effect = [
+            gone, dict(NODES[1], instance_uuid='inst')]
         assert _claim(backend).node_uuid == 'n1'
+
+    def test_a_node_of_another_project_is_released(self, backend):
+        # The pool said the node was free for anyone; Ironic says now that
+        # it belongs to another project.
+        backend.api.claim_node.side_effect = [
+            dict(NODES[0], instance_uuid='inst', owner='other'),
+            dict(NODES[1], instance_uuid='inst')]
+        backend.api.get_node.side_effect = lambda uuid, fields=None: dict(
+            BY_UUID[uuid], instance_uuid='inst', owner='other')
+        reservation = backend.claim(NODES, 'inst',
+                                    reqs.Requirements(project_id='p'),
+                                    time.monotonic() + 10)
+        # Released, and the next candidate taken instead.
+        backend.api.patch_node.assert_called_once_with(
+            'n0', [{'op': 'remove', 'path': '/instance_uuid'}],
+            idempotent=False, deadline=mock.ANY)
+        assert reservation.node_uuid == 'n1'
+
+    def test_only_other_projects_nodes(self, backend):
+        backend.api.claim_node.side_effect = [
+            dict(NODES[0], instance_uuid='inst', owner='other')]
+        backend.api.get_node.side_effect = lambda uuid, fields=None: dict(
+            BY_UUID[uuid], instance_uuid='inst', owner='other')
+        with pytest.raises(exception.NodeAlreadyClaimed) as caught:
+            backend.claim(NODES[:1], 'inst',
+                          reqs.Requirements(project_id='p'),
+                          time.monotonic() + 10)
+        assert 'reserved for other' in caught.value.reason
 
     def test_conflict_naming_the_instance_returns_its_node(self, backend):
         backend.api.claim_node.side_effect = (
@@ -118,3 +160,19 @@ class TestAllocationClaim:
             _claim(backend)
         assert 'no node' in info.value.reason
         backend.api.delete_allocation.assert_called_once_with('inst')
+
+    def test_candidates_gone_from_ironic_are_dropped(self, backend):
+        refused = exception.IronicAPIError(
+            status_code=400, reason='Nodes cannot be found: n0')
+        backend.api.create_allocation.side_effect = [
+            refused, {'uuid': 'inst', 'state': 'active', 'node_uuid': 'n1'}]
+
+        def get_node(uuid, fields=None):
+            if uuid == 'n0':
+                raise exception.NodeNotFound(node=uuid)
+            return dict(BY_UUID[uuid], instance_uuid='inst')
+
+        backend.api.get_node.side_effect = get_node
+        assert _claim(backend).node_uuid == 'n1'
+        retried = backend.api.create_allocation.call_args_list[1]
+        assert retried.args[1] == ['n1', 'n2']

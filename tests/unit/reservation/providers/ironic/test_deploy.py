@@ -186,9 +186,13 @@ def test_deploy_writes_attaches_validates_provisions_and_waits(provider, api,
                                                     body=None)
     # instance_info and VIFs are in place before Ironic validates, and
     # the wait starts once the deploy was asked for.
-    assert [name for name, _args, _kwargs in api.mock_calls] == [
+    assert [name for name, _args, _kwargs in api.mock_calls
+            if not name.startswith('bounded')] == [
         'patch_node', 'attach_vif', 'attach_vif', 'validate_node',
         'set_provision_state', 'get_node', 'get_node', 'get_node']
+    # Every request of it is bounded by the deploy's timeout.
+    (deadline,) = api.bounded.call_args.args
+    assert deadline == 1000.0 + 60
     # Asked before every read whether to go on.
     assert should_stop.call_count == 3
     assert clock[0] == 1002.0
