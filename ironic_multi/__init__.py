@@ -21,22 +21,41 @@ support) and the virt driver, which Nova loads as
 ``compute_driver = ironic_multi.IronicMultiDriver``.
 """
 
-import pbr.version
+import importlib
 
-from ironic_multi.reservation.lifecycle import PowerState
-from ironic_multi.reservation.lifecycle import Reservation
-from ironic_multi.reservation.lifecycle import State
-from ironic_multi.reservation.providers.base import Deployment
-from ironic_multi.reservation.providers.base import Feature
-from ironic_multi.reservation.providers.base import NodeHealth
-from ironic_multi.reservation.providers.base import NodeProvider
-from ironic_multi.reservation.providers.base import PowerAction
-from ironic_multi.reservation.providers import load_provider
-from ironic_multi.reservation.requirements import Requirements
-from ironic_multi.reservation.reserver import Reserver
+import pbr.version
 
 __version__ = pbr.version.VersionInfo('ironic-multi').version_string()
 
-__all__ = ['Deployment', 'Feature', 'NodeHealth', 'NodeProvider',
-           'PowerAction', 'PowerState', 'Requirements', 'Reservation',
-           'Reserver', 'State', 'load_provider', '__version__']
+# name: module.  Imported on first use (PEP 562): Nova chooses eventlet or
+# native threads once, before anything imports eventlet, and the
+# reservation layer pulls it in (through tooz and futurist).  Importing
+# ironic_multi.conf or ironic_multi.cmd must not decide that for Nova.
+_PUBLIC = {
+    'Deployment': 'ironic_multi.reservation.providers.base',
+    'Feature': 'ironic_multi.reservation.providers.base',
+    'NodeHealth': 'ironic_multi.reservation.providers.base',
+    'NodeProvider': 'ironic_multi.reservation.providers.base',
+    'PowerAction': 'ironic_multi.reservation.providers.base',
+    'PowerState': 'ironic_multi.reservation.lifecycle',
+    'Requirements': 'ironic_multi.reservation.requirements',
+    'Reservation': 'ironic_multi.reservation.lifecycle',
+    'Reserver': 'ironic_multi.reservation.reserver',
+    'State': 'ironic_multi.reservation.lifecycle',
+    'load_provider': 'ironic_multi.reservation.providers',
+}
+
+__all__ = sorted(_PUBLIC) + ['__version__']
+
+
+def __getattr__(name):
+    try:
+        module = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError('module %r has no attribute %r'
+                             % (__name__, name)) from None
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__():
+    return __all__

@@ -12,4 +12,10 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Console scripts: ``ironic-multi-sandbox``."""
+"""Console scripts: ``ironic-multi-manage`` and ``ironic-multi-sandbox``."""
+
+import warnings
+
+# futurist imports eventlet, which warns at import that it is deprecated;
+# nothing here runs on eventlet, and operators need not read about it.
+warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')

@@ -41,10 +41,6 @@ LOG = logging.getLogger(__name__)
 # Drivers whose locks expire after ``lock_timeout`` unless heartbeated.
 _LOCK_TIMEOUT_SCHEMES = frozenset(['redis', 'rediss', 'etcd3', 'etcd3gw'])
 
-# Joins that outlive their caller's patience go on in these threads.
-_STARTER = concurrent.futures.ThreadPoolExecutor(
-    max_workers=4, thread_name_prefix='ironic-multi-join')
-
 # URL option that bounds a member's life without heartbeats, when it is not
 # ``membership_timeout`` (redis, etcd3, memcached).  ZooKeeper members are
 # ephemeral nodes that live as long as the session.
@@ -101,6 +97,27 @@ def redact(url):
         netloc = parts.netloc.replace(':%s@' % parts.password, ':***@', 1)
         url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
     return strutils.mask_password(url)
+
+
+def _in_thread(function, *args):
+    """Run ``function(*args)`` in a daemon thread; return its future.
+
+    A join that outlives its caller's patience goes on there, and ends
+    with the attempt (a thread of a shared pool would stay for good).
+    """
+    future = concurrent.futures.Future()
+
+    def run():
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(function(*args))
+        except BaseException as e:
+            future.set_exception(e)
+
+    threading.Thread(target=run, name='ironic-multi-join',
+                     daemon=True).start()
+    return future
 
 
 def _text(member_id):
@@ -216,7 +233,7 @@ class Membership:
             return self._start(coordinator)
         with self._lock:
             if self._starting is None or self._starting.done():
-                self._starting = _STARTER.submit(self._start, coordinator)
+                self._starting = _in_thread(self._start, coordinator)
             attempt = self._starting
         try:
             attempt.result(timeout=timeout)
