@@ -1,0 +1,137 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""``reservations list|show|release``: nodes reserved for instances."""
+
+from ironic_multi._manage import base
+from ironic_multi import exception
+
+COLUMNS = ('Instance', 'Node', 'State', 'Host', 'Shard', 'Resource Class',
+           'Power State')
+
+
+def _row(reservation):
+    return (reservation.instance_uuid, base.Maybe(reservation.node_uuid),
+            str(reservation.state), base.Maybe(reservation.host),
+            base.Maybe(reservation.shard),
+            base.Maybe(reservation.resource_class),
+            str(reservation.power_state))
+
+
+def _add_instance(parser):
+    parser.add_argument('instance', metavar='INSTANCE',
+                        help='UUID of the (Nova) instance.')
+
+
+def _lookup(provider, instance_uuid):
+    found = provider.lookup(instance_uuid)
+    if found is None:
+        raise exception.ReservationNotFound(instance=instance_uuid)
+    return found
+
+
+class ReservationsList(base.Lister):
+    """List the reservations: which instance holds which node.
+
+    Read from the node provider (the source of truth), with the lifecycle
+    state, the compute service host that owns the instance (once its
+    deploy began), the node's shard and resource class.  A failed claim
+    that holds no node shows with Node "-".
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--host', metavar='HOST',
+            help='Only the reservations of this compute service host.')
+        parser.add_argument(
+            '--state', metavar='STATE',
+            help='Only the reservations in this lifecycle state (claimed, '
+                 'deploying, active, releasing, error).')
+        return parser
+
+    def take_action(self, parsed_args):
+        rows = []
+        for reservation in sorted(
+                self.sources.provider().reservations(),
+                key=lambda r: r.instance_uuid):
+            if parsed_args.host and reservation.host != parsed_args.host:
+                continue
+            if parsed_args.state and str(reservation.state) != (
+                    parsed_args.state):
+                continue
+            rows.append(_row(reservation))
+        return COLUMNS, rows
+
+
+class ReservationsShow(base.ShowOne):
+    """Show the reservation of one instance.
+
+    Read from the node provider: the node the instance holds, the
+    lifecycle state, the compute service host that owns the instance
+    (once its deploy began), the node's shard, resource class and power
+    state.  Fails when the instance holds no node.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_instance(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        return COLUMNS, _row(_lookup(self.sources.provider(),
+                                     parsed_args.instance))
+
+
+class ReservationsRelease(base.ShowOne):
+    """Release the node reserved for an instance.
+
+    The node becomes free for claims; it is not torn down, so this is for
+    claims that never deployed, or whose node was cleaned otherwise (the
+    housekeeper tears down and releases the nodes of deleted instances on
+    its own).  Asks for confirmation on the terminal unless --yes; without
+    a terminal, --yes is required.  Shows the reservation as it was.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_instance(parser)
+        parser.add_argument(
+            '--yes', action='store_true',
+            help='Release without asking for confirmation.')
+        return parser
+
+    def take_action(self, parsed_args):
+        provider = self.sources.provider()
+        found = _lookup(provider, parsed_args.instance)
+        if not parsed_args.yes:
+            self._confirm(found)
+        provider.release(parsed_args.instance)
+        return COLUMNS, _row(found)
+
+    def _confirm(self, reservation):
+        stdin = self.app.stdin
+        if not (hasattr(stdin, 'isatty') and stdin.isatty()):
+            raise base.ManageError(
+                'Not releasing the reservation of %s: no terminal to '
+                'confirm on; pass --yes' % reservation.instance_uuid)
+        self.app.stderr.write(
+            'Release node %s of instance %s (state %s, host %s)? The node '
+            'is not torn down. [y/N] ' % (
+                reservation.node_uuid or '-', reservation.instance_uuid,
+                reservation.state, reservation.host or '-'))
+        self.app.stderr.flush()
+        answer = stdin.readline().strip().lower()
+        if answer not in ('y', 'yes'):
+            raise base.ManageError('Not released: not confirmed')
