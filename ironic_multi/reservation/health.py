@@ -44,18 +44,36 @@ class HealthPoll(object):
         self._max_age = max_age
         self._lock = threading.Lock()
         self._found = {}
+        self._known = {}
         self._at = None
 
     def poll(self):
-        """Check every instance of the host; ``{instance: NodeHealth}``."""
-        reservations = list(self._provider.instances(self._host).values())
+        """Check every instance of the host; ``{instance: NodeHealth}``.
+
+        An instance that left the listing without this service releasing
+        it is checked all the same: its node may have been deleted.
+        """
+        current = self._provider.instances(self._host)
+        with self._lock:
+            vanished = {instance: reservation for instance, reservation
+                        in self._known.items() if instance not in current}
+        reservations = list(current.values()) + list(vanished.values())
         found = self._provider.health(reservations) if reservations else {}
         with self._lock:
             before, self._found = self._found, dict(found)
+            self._known = dict(current)
+            self._known.update((i, r) for i, r in vanished.items()
+                               if found[i].problem)
             self._at = time.monotonic()
         for instance, health in sorted(found.items()):
             self._report(instance, before.get(instance), health)
         return dict(found)
+
+    def forget(self, instance_uuid):
+        """This service released the instance: not a loss to report."""
+        with self._lock:
+            self._found.pop(instance_uuid, None)
+            self._known.pop(instance_uuid, None)
 
     def expect(self, instance_uuid, power_state):
         """This service changed the power: not a change behind its back."""

@@ -275,6 +275,7 @@ class Reserver(object):
         reservation = self.provider.lookup(instance_uuid)
         if reservation is not None and not self._ours(reservation):
             return None
+        self.health.forget(instance_uuid)
         return self.provider.release(instance_uuid)
 
     def lookup(self, instance_uuid):
@@ -343,6 +344,7 @@ class Reserver(object):
         if (reservation is None or reservation.node_uuid is None
                 or not self._ours(reservation)):
             return None
+        self.health.forget(instance_uuid)
         try:
             self.provider.teardown(reservation, vifs)
         except exception.TeardownFailed as e:

@@ -24,6 +24,8 @@ JSON line on standard output:
   "error", "seconds"}]}``.
 - ``{"op": "release", "instances": [...]}``: ``{"released": n}``.
 - ``{"op": "refresh"}``: ``{"owned": [...], "read": n, "hosts": [...]}``.
+- ``{"op": "housekeep"}``: a housekeeping pass if this participant leads:
+  ``{"leads": bool, "started": t, "ended": t}`` (wall clock).
 
 It exits when its standard input closes, leaving the group cleanly.
 """
@@ -73,6 +75,11 @@ def handle(reserver, command):
                                 if reserver.release(i) is not None)}
     if op == 'refresh':
         return _refresh(reserver)
+    if op == 'housekeep':
+        started = time.time()
+        report = reserver.housekeep(dry_run=command.get('dry_run', False))
+        return {'leads': report is not None, 'started': started,
+                'ended': time.time()}
     raise ValueError('unknown op %r' % op)
 
 

@@ -116,10 +116,13 @@ class FakeProvider(object):
                 for i in self.found}
 
     def health(self, reservations):
+        # An instance no longer found: its node is gone.
         return {r.instance_uuid: base.NodeHealth(
             instance_uuid=r.instance_uuid, node_uuid=r.node_uuid,
-            power_state=self.found[r.instance_uuid][0],
-            problem=self.found[r.instance_uuid][1]) for r in reservations}
+            power_state=self.found.get(
+                r.instance_uuid, (lifecycle.PowerState.UNKNOWN,))[0],
+            problem=self.found.get(r.instance_uuid, (None, 'gone'))[1])
+            for r in reservations}
 
 
 class TestHealthPoll:
@@ -148,6 +151,22 @@ class TestHealthPoll:
         provider.found = {'i': (lifecycle.PowerState.OFF, None)}
         poll.poll()
         assert 'behind our back' not in caplog.text
+
+    def test_a_node_deleted_behind_our_back_is_reported(self, caplog):
+        provider = FakeProvider()
+        poll = health.HealthPoll(provider, 'h', max_age=60)
+        provider.found = {'lost': (lifecycle.PowerState.ON, None),
+                          'released': (lifecycle.PowerState.ON, None)}
+        poll.poll()
+        poll.forget('released')
+        provider.found = {}
+        poll.poll()
+        assert poll.latest('lost').problem == 'gone'
+        assert poll.latest('released') is None
+        assert 'instance released' not in caplog.text
+        # Reported until someone deals with it.
+        poll.poll()
+        assert poll.latest('lost').problem == 'gone'
 
     def test_old_findings_answer_nothing(self, monkeypatch):
         provider = FakeProvider()
