@@ -258,3 +258,22 @@ class TestIronicDown:
             with pytest.raises(exception.IronicUnavailable):
                 api.claim_node('n1', 'inst-1')
         assert time.monotonic() - started < 2.0
+
+
+class TestVifs:
+
+    def test_a_conflict_with_the_vif_attached_is_success(self, conf):
+        api = make_api(_http_error(ic_exc.Conflict, 409, 'already attached'),
+                       {'vifs': [{'id': 'vif-1'}]})
+        api.attach_vif('n1', 'vif-1')
+        assert [(m, u) for m, u, _h, _b in calls(api)] == [
+            ('POST', '/v1/nodes/n1/vifs'), ('GET', '/v1/nodes/n1/vifs')]
+
+    def test_a_locked_node_is_an_error(self, conf):
+        # Was taken for "already attached": the deploy went on without
+        # its port.
+        api = make_api(_http_error(ic_exc.Conflict, 409,
+                                   'Node n1 is locked by host h'),
+                       {'vifs': []})
+        with pytest.raises(exception.NodeConflict):
+            api.attach_vif('n1', 'vif-1')
