@@ -16,17 +16,11 @@
 requirements, and the deployment (image, deploy parameters, VIFs, config
 drive)."""
 
-import base64
-import gzip
-import io
-import shutil
-import tempfile
-
-from nova.api.metadata import base as instance_metadata
 import nova.conf
 from nova.virt import configdrive
 from oslo_serialization import jsonutils
 
+from ironic_multi import _configdrive as configdrive_image
 from ironic_multi.reservation.providers import base
 from ironic_multi.reservation import requirements
 
@@ -122,15 +116,5 @@ def configdrive_required(instance):
 def build_configdrive(instance, network_info, admin_password=None,
                       injected_files=None):
     """The config drive, gzipped and base64-encoded as Ironic takes it."""
-    extra_md = {'admin_pass': admin_password} if admin_password else {}
-    i_meta = instance_metadata.InstanceMetadata(
-        instance, content=injected_files, extra_md=extra_md,
-        network_info=network_info)
-    compressed = io.BytesIO()
-    with tempfile.NamedTemporaryFile() as image:
-        with configdrive.ConfigDriveBuilder(instance_md=i_meta) as builder:
-            builder.make_drive(image.name)
-        image.seek(0)
-        with gzip.GzipFile(fileobj=compressed, mode='wb') as gzipped:
-            shutil.copyfileobj(image, gzipped)
-    return base64.b64encode(compressed.getvalue()).decode()
+    return configdrive_image.build(instance, network_info, admin_password,
+                                   injected_files)

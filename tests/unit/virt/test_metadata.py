@@ -19,6 +19,7 @@ from unittest import mock
 
 import pytest
 
+from ironic_multi import _configdrive
 from ironic_multi import exception
 from ironic_multi.reservation.providers.ironic import deploy
 from ironic_multi.virt import metadata
@@ -162,9 +163,9 @@ def test_build_configdrive_is_gzipped_base64():
     builder = mock.MagicMock()
     builder.__enter__.return_value.make_drive.side_effect = make_drive
     inst = fakes.instance()
-    with mock.patch.object(metadata.instance_metadata, 'InstanceMetadata') \
-            as i_meta, \
-            mock.patch.object(metadata.configdrive, 'ConfigDriveBuilder',
+    with mock.patch.object(_configdrive.instance_metadata,
+                           'InstanceMetadata') as i_meta, \
+            mock.patch.object(_configdrive.configdrive, 'ConfigDriveBuilder',
                               return_value=builder):
         encoded = metadata.build_configdrive(inst, [], 'pw', [('/f', b'x')])
     assert gzip.decompress(base64.b64decode(encoded)) == b'iso9660 image'
