@@ -33,43 +33,11 @@ class OverbookTest(nova_base.IronicMultiTestBase):
     NODES = 10
     SERVERS = 12
 
-    def _wait_settled(self, servers, timeout=240):
-        """Poll each server until it is ACTIVE or ERROR (with its fault).
-
-        Each server is read on its own: listing servers (GET
-        /servers/detail) scatters over cell0 and cell1, and Nova's test
-        fixtures serialize cell switches with a reader-writer lock that
-        deadlocked against a dozen concurrent builds in one run.
-        """
-        deadline = time.monotonic() + timeout
-        pending = {s['id']: s for s in servers}
-        settled = {}
-        while pending:
-            for server_id in list(pending):
-                server = self.api.get_server(server_id)
-                if (server['status'] in ('ACTIVE', 'ERROR')
-                        and server['OS-EXT-STS:task_state'] is None
-                        and (server['status'] != 'ERROR'
-                             or 'fault' in server)):
-                    del pending[server_id]
-                    settled[server_id] = server
-            if not pending:
-                break
-            if time.monotonic() > deadline:
-                self.fail('servers not settled: %s' % collections.Counter(
-                    (s['status'], s['OS-EXT-STS:task_state'])
-                    for s in map(self.api.get_server, pending)))
-            time.sleep(0.5)
-        return list(settled.values())
-
     def test_more_servers_than_nodes(self):
         # 12 POSTs without waiting: each build runs in its compute
         # service's build pool, concurrently with the others.
         started = time.monotonic()
-        posted = [self.api.post_server({'server': self._build_server(
-            flavor_id=self.flavor_id, networks='none')})
-            for _ in range(self.SERVERS)]
-        servers = self._wait_settled(posted)
+        servers = self.wait_for_servers(self.post_servers(self.SERVERS))
         seconds = time.monotonic() - started
         self.record('boot_%d_servers_seconds' % self.SERVERS,
                     round(seconds, 3))
@@ -113,10 +81,7 @@ class OverbookTest(nova_base.IronicMultiTestBase):
         used = sum(self.provider_usage(host) for host in self.computes)
         self.assertEqual(len(associated), used)
 
-        for server in servers:
-            self.api.delete_server(server['id'])
-        for server in servers:
-            self._wait_until_deleted(server)
+        self.delete_servers(servers)
         for node in nodes:
             self.ironic.wait_for_node(node['uuid'],
                                       provision_state='available',

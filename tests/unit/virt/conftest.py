@@ -31,19 +31,6 @@ def conf():
 
 
 @pytest.fixture
-def clock(monkeypatch):
-    """time.monotonic that only moves when something sleeps."""
-    now = [1000.0]
-
-    def sleep(seconds):
-        now[0] += seconds
-
-    monkeypatch.setattr('time.monotonic', lambda: now[0])
-    monkeypatch.setattr('time.sleep', sleep)
-    return now
-
-
-@pytest.fixture
 def reserver():
     return fakes.FakeReserver()
 

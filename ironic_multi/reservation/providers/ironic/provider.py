@@ -351,19 +351,18 @@ class IronicProvider(base.NodeProvider):
         self._power.apply(reservation.node_uuid, action, timeout)
 
     def attach_vif(self, reservation, vif_id):
-        try:
-            self.api.attach_vif(reservation.node_uuid, vif_id)
-        except exception.IronicMultiError as e:
-            raise exception.VifActionFailed(
-                action='attach', vif=vif_id, node=reservation.node_uuid,
-                reason=e)
+        self._vif('attach', self.api.attach_vif, reservation, vif_id)
 
     def detach_vif(self, reservation, vif_id):
+        self._vif('detach', self.api.detach_vif, reservation, vif_id)
+
+    @staticmethod
+    def _vif(action, call, reservation, vif_id):
         try:
-            self.api.detach_vif(reservation.node_uuid, vif_id)
+            call(reservation.node_uuid, vif_id)
         except exception.IronicMultiError as e:
             raise exception.VifActionFailed(
-                action='detach', vif=vif_id, node=reservation.node_uuid,
+                action=action, vif=vif_id, node=reservation.node_uuid,
                 reason=e)
 
     def health(self, reservations):
