@@ -28,11 +28,13 @@ OPTS = [
              '``static_inventory``.'),
     cfg.BoolOpt(
         'use_allocations',
-        default=True,
+        default=False,
         help='Claim nodes with Ironic allocations (API 1.52) when the '
-             'server supports them; otherwise, or when disabled, set the '
+             'server supports them; otherwise, and by default, set the '
              'node\'s instance_uuid, which Ironic refuses with 409 when '
-             'the node is taken. Allocations need system-scoped '
+             'the node is taken: one request instead of three (measured: '
+             '1.2 times a raw PATCH at the median, against 2.2 times for '
+             'an allocation). Allocations need system-scoped '
              'credentials ([ironic] system_scope = all): Ironic restricts '
              'the allocations of a project-scoped user to its project\'s '
              'nodes, so with such credentials claims fall back to '

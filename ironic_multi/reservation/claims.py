@@ -26,6 +26,7 @@ listings included, is bounded by ``claim_timeout``.
 """
 
 import random
+import threading
 import time
 
 from oslo_log import log as logging
@@ -52,6 +53,10 @@ class ClaimStrategy(object):
         self._batch_size = batch_size
         self._timeout = timeout
         self._stats = stats
+        # Nodes another claim of this service is offering right now: its
+        # threads would otherwise race each other for the same nodes.
+        self._in_flight = set()
+        self._lock = threading.Lock()
 
     def claim(self, instance_uuid, requirements):
         """Reserve a node matching ``requirements`` for ``instance_uuid``.
@@ -92,9 +97,9 @@ class ClaimStrategy(object):
 
     def _try(self, stage, candidates, instance_uuid, requirements, deadline):
         random.shuffle(candidates)
-        for start in range(0, len(candidates), self._batch_size):
+        while candidates:
             self._check(deadline, instance_uuid)
-            batch = candidates[start:start + self._batch_size]
+            batch, mine, candidates = self._take(candidates)
             try:
                 return self._provider.claim(batch, instance_uuid,
                                             requirements, deadline)
@@ -103,7 +108,26 @@ class ClaimStrategy(object):
                 LOG.debug('Claim for %(instance)s lost a race in %(stage)s: '
                           '%(error)s', {'instance': instance_uuid,
                                         'stage': stage, 'error': e})
+            finally:
+                with self._lock:
+                    self._in_flight.difference_update(mine)
         return None
+
+    def _take(self, candidates):
+        """``(batch, marked, rest)``: ``marked`` are now on offer by us.
+
+        The batch holds the first nodes that no other claim of this service
+        offers now; when every one is on offer, it races for them all the
+        same (and marks none).  The rest keeps its order.
+        """
+        with self._lock:
+            free = [n for n in candidates if n['uuid'] not in self._in_flight]
+            batch = (free or candidates)[:self._batch_size]
+            taken = {n['uuid'] for n in batch}
+            marked = taken - self._in_flight
+            self._in_flight.update(marked)
+        return batch, marked, [n for n in candidates
+                               if n['uuid'] not in taken]
 
     def _candidates(self, requirements, instance_uuid, deadline):
         """``(stage, fresh nodes)`` in the order the module gives."""

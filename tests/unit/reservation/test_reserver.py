@@ -16,6 +16,7 @@
 ``file://`` coordination."""
 
 import itertools
+import threading
 from unittest import mock
 
 from oslo_utils import uuidutils
@@ -196,3 +197,29 @@ def test_cluster_traits_are_the_union_of_usable_nodes(cluster):
         reserver.refresh()
     assert cluster['a'].cluster_traits() == {'CUSTOM_FAST'}
     assert cluster['b'].cluster_traits() == {'CUSTOM_FAST'}
+
+
+def test_threads_of_one_service_offer_different_nodes(cluster):
+    """Claims of one service do not race each other for the same nodes."""
+    a = cluster['a']
+    offered = []
+    real_claim = a.provider.claim
+    gate = threading.Barrier(2, timeout=30)
+
+    def claim(candidates, *args):
+        offered.append({n['uuid'] for n in candidates})
+        gate.wait()  # both batches are on offer at once
+        return real_claim(candidates, *args)
+
+    # The same order for both: only the marks keep them apart.
+    with mock.patch.object(a.provider, 'claim', claim), \
+            mock.patch('random.shuffle', lambda nodes: None):
+        threads = [threading.Thread(target=a.claim, args=(i, _gold()))
+                   for i in ('t1', 't2')]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    first, second = offered
+    assert not first & second
+    assert a.lookup('t1').node_uuid != a.lookup('t2').node_uuid

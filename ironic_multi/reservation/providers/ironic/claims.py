@@ -31,7 +31,9 @@ from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
 
-_ALLOCATION_POLL = 0.05
+# An allocation with a few candidates is decided in 10-20 ms: look early,
+# then back off.
+_ALLOCATION_POLL = 0.01
 _ALLOCATION_POLL_MAX = 1.0
 
 Claimed = collections.namedtuple('Claimed',

@@ -93,6 +93,7 @@ class IronicProvider(base.NodeProvider):
         self._deployer = deploy.Deployer(self.api, conf)
         self._power = power.PowerControl(self.api, conf)
         self._fields = None
+        self._shard_keys = (None, 0)
 
     def start(self):
         self._check_access()
@@ -166,6 +167,19 @@ class IronicProvider(base.NodeProvider):
             sort_dir='desc', conductor_group=self._opts.conductor_group)
 
     def shard_keys(self):
+        # Every shard key means listing every unsharded node: read them with
+        # each full refresh of the pool, not with each incremental one.
+        # Keys that appear in between are found by the claims' last stage,
+        # which searches every node.
+        cached, read_at = self._shard_keys
+        if (cached is not None and time.monotonic() - read_at
+                < self._opts.pool_full_refresh_interval):
+            return dict(cached)
+        counts = self._read_shard_keys()
+        self._shard_keys = (counts, time.monotonic())
+        return dict(counts)
+
+    def _read_shard_keys(self):
         counts = {}
         if self.api.supports('shards'):
             counts = {name: count
@@ -204,6 +218,7 @@ class IronicProvider(base.NodeProvider):
 
     def flush(self):
         self.pool.flush()
+        self._shard_keys = (None, 0)
 
     def describe(self):
         return self.pool.describe()
