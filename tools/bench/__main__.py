@@ -30,6 +30,7 @@ contention  4 processes x 8 threads, strategies side by side (claims.py)
 readload    node records read per refresh period (readload.py)
 periodic    Nova's update_available_resource, both drivers (periodic.py)
 boots       boots through Nova (boots.py)
+housekeeping  one housekeeping pass at 2,000 nodes (housekeeping.py)
 scale       100,000 nodes (scale.py)
 """
 
@@ -65,6 +66,7 @@ MEASUREMENTS = (
     ('readload', 'readload', 'measure', 'TITLE'),
     ('periodic', 'periodic', 'measure', 'TITLE'),
     ('boots', 'boots', 'measure', 'TITLE'),
+    ('housekeeping', 'housekeeping', 'measure', 'TITLE'),
     ('scale', 'scale', 'measure', 'TITLE'),
 )
 NAMES = [m[0] for m in MEASUREMENTS]
