@@ -158,6 +158,13 @@ class ProviderNotFound(ReservationError):
     msg_fmt = 'No node provider named %(name)s (known: %(known)s)'
 
 
+class TakeoverRefused(ReservationError):
+    """A service does not adopt the instances of a compute host."""
+
+    msg_fmt = ('Host %(host)s does not adopt the instances of %(source)s: '
+               '%(reason)s')
+
+
 # Node providers: what was done to a node ----------------------------------
 
 class NodeActionFailed(IronicMultiError):

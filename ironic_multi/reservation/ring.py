@@ -102,10 +102,16 @@ class ShardRing:
         # ownership only spreads the work.
         return self._alone if self._ring is None else self._ring
 
-    def owner(self, shard_key):
-        """The host that owns ``shard_key``."""
-        (host,) = self._current().get_nodes(shard_key.encode())
-        return host
+    def owner(self, shard_key, ignore=()):
+        """The host that owns ``shard_key``.
+
+        :param ignore: hosts to leave out, as if they had left the ring
+            (the takeover leaves out the hosts Nova reports down); None
+            when no host is left.
+        """
+        found = self._current().get_nodes(shard_key.encode(),
+                                          ignore_nodes=set(ignore))
+        return next(iter(found), None)
 
     def successors(self, shard_key):
         """The other hosts, in ring order from ``shard_key``.

@@ -26,6 +26,7 @@ Nova:
 - ``metadata``: requirements and the deployment of an instance;
 - ``instances``: this service's instances and their power states;
 - ``errors``: our errors as the Nova exceptions the manager expects;
+- ``takeover``: adopting the instances of a lost compute service;
 - ``unsupported``: what bare metal cannot do.
 """
 
@@ -49,6 +50,7 @@ from ironic_multi.virt import errors
 from ironic_multi.virt import host as host_mod
 from ironic_multi.virt import instances
 from ironic_multi.virt import metadata
+from ironic_multi.virt import takeover
 from ironic_multi.virt import unsupported
 
 LOG = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._reserver = reserver
         self._instances = None
         self._inventory = None
+        self._takeover = None
 
     # -- life cycle ---------------------------------------------------------
 
@@ -90,6 +93,22 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             self._reserver = reserver_mod.Reserver(CONF, host=host)
         self._reserver.set_consumers(consumers.instance_states)
         self._reserver.on_refresh(self._refresh_inventory)
+        self._takeover = takeover.Takeover(
+            self._reserver, host, CONF,
+            # The compute manager's placement client, whose provider cache
+            # the takeover keeps right.
+            report_client=lambda: getattr(self.virtapi, 'reportclient',
+                                          None),
+            on_adopted=lambda result: self._refresh_inventory(
+                self._reserver))
+        self._reserver.add_request_handler('adopt', self._takeover.serve)
+        if takeover.enabled(CONF):
+            # As often as the pool refresh: a look at Nova's services
+            # table per interval, well inside Nova's own service_down_time;
+            # the operator's "instances adopt" is served sooner.
+            self._reserver.add_periodic(
+                'takeover', self._takeover.run,
+                CONF.ironic_multi.pool_refresh_interval)
         self._reserver.start()
         self._instances = instances.LocalInstances(self._reserver)
         # What the node provider cannot do, Nova must not offer.
@@ -110,6 +129,11 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
     def reserver(self):
         """The Reserver of this service (None before init_host)."""
         return self._reserver
+
+    @property
+    def takeover(self):
+        """The Takeover of this service (None before init_host)."""
+        return self._takeover
 
     def _local(self):
         if self._instances is None:

@@ -72,6 +72,8 @@ class FakeReserver(object):
         self.listeners = []
         self.extra = {}
         self.health = FakeHealth()
+        self.handlers = {}
+        self.periodics = []
 
     def _call(self, name, *args):
         self.calls.append((name,) + args)
@@ -117,6 +119,13 @@ class FakeReserver(object):
 
     def publish_extra(self, **fields):
         self.extra.update(fields)
+
+    def add_periodic(self, name, function, interval):
+        assert not self.started, 'periodics are added before start'
+        self.periodics.append((name, function, interval))
+
+    def add_request_handler(self, op, handler):
+        self.handlers[op] = handler
 
     def stop(self):
         self._call('stop')

@@ -25,7 +25,8 @@ from tests.unit.virt import fakes
 # Every Reserver method the driver calls.
 USED = ('start', 'stop', 'claim', 'release', 'lookup', 'instances',
         'deploy', 'teardown', 'rebuild', 'power', 'attach_vif',
-        'detach_vif', 'cluster_capacity', 'cluster_traits')
+        'detach_vif', 'cluster_capacity', 'cluster_traits',
+        'add_periodic', 'add_request_handler')
 
 
 @pytest.mark.parametrize('name', USED)

@@ -1,0 +1,568 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Takeover: a live compute service adopts the instances of a lost one.
+
+Nova routes every action on an instance to ``instance.host``; while that
+compute service is down the instance cannot be rebooted, stopped or
+deleted properly (a delete is "local": the node stays deployed).  Nova's
+in-tree Ironic driver needs the service forced down plus one
+``nova-manage db ironic_compute_node_move`` per node.  Here a live service
+adopts every instance of the lost host at once, moving three things:
+
+1. the instance's placement allocation, from the lost host's resource
+   provider to the adopter's;
+2. the host mark of the instance's node (``Reserver.adopt``): from then on
+   the lost service, should it come back, leaves the node alone (the
+   Reserver refuses to power, tear down or release another host's node,
+   and the driver lists only the instances marked for its host);
+3. the Nova instance's ``host``, ``node`` and ``compute_id``: from then on
+   Nova routes the instance's actions to the adopter.
+
+**Which hosts are lost.**  A nova-compute service is this driver's when
+Nova has its compute node under the UUID this driver derives from the host
+name (``host.compute_node_uuid``), named after the host, of hypervisor
+type ``ironic``: only this driver registers that node, so no other
+driver's host (libvirt, Nova's own Ironic driver) is ever taken over.  It
+is lost when Nova reports it forced down (``[ironic_multi]
+takeover_forced_down``), or down by its heartbeats for more than
+``takeover_down_after`` seconds (counted from the moment Nova starts
+reporting it down: last heartbeat plus ``service_down_time``).  A lost
+host without instances needs nothing: adopting it finds none.  Instances
+whose node this service's provider cannot see are skipped, so a host of
+another Ironic is never half adopted.
+
+**Who adopts.**  Exactly one live service per lost host, chosen without
+talking: the owner of the lost host's name on the shard ring, leaving out
+the hosts Nova reports down (the lost host may still heartbeat in the
+coordination group when only its nova-compute is stuck).  Every service
+reads the same services table and the same group, so they agree; for the
+moments when they do not (a member joining), a tooz lock per lost host
+makes adoptions of one host run one at a time, and the second one finds
+nothing left on the lost host.  A service that Nova reports down itself
+adopts nothing.  An operator request (``ironic-multi-manage instances
+adopt --from HOST [--to HOST]``) is served by the ``--to`` host, or else
+by the same ring owner.
+
+**Which instances.**  Those Nova has on the lost host, except:
+
+- an instance in the middle of a task (``task_state`` set) or still
+  building: the task ran on the lost host and cannot progress anyway, and
+  its message may still wait for that host; it is skipped and reported,
+  and adopted by the next run once an operator has reset its state
+  (``openstack server set --state active``);
+- an instance holding no node this service can see (a failed build):
+  Nova deletes such an instance by itself while its host is down;
+- an instance whose node is marked for a third host (adopted by another
+  service since, or a mistake): never stolen.
+
+A locked instance is adopted like any other: its lock guards it against
+its users' actions, not against a change of compute service.  Neutron
+ports need nothing: Ironic binds them to the node, not to the compute
+host.
+"""
+
+import collections
+import time
+
+from keystoneauth1 import exceptions as ks_exc
+from nova.compute import vm_states
+from nova import conf as nova_conf
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from nova.scheduler.client import report
+from nova import servicegroup
+from oslo_log import log as logging
+from oslo_utils import timeutils
+import tooz
+
+from ironic_multi import exception
+from ironic_multi.virt import host as host_mod
+
+LOG = logging.getLogger(__name__)
+CONF = nova_conf.CONF
+
+BINARY = 'nova-compute'
+# The group's lock around the adoption of one lost host.
+LOCK_NAME = 'takeover.%s'
+# Placement microversion of the inventory calls (reserved may equal total).
+INVENTORY_VERSION = '1.26'
+
+# What a service knows of Nova's compute services in one look:
+# ``services`` {host: Service}; ``down`` the hosts Nova reports down
+# (forced or by heartbeat); ``lost`` {host: why} the hosts of this
+# driver to take over.
+Survey = collections.namedtuple('Survey', 'services down lost')
+
+# Errors that end the adoption of one instance, not of the host.
+_INSTANCE_ERRORS = (exception.IronicMultiError, nova_exception.NovaException,
+                    ks_exc.ClientException)
+
+
+def enabled(conf):
+    """Whether the automatic takeover runs (the periodic is registered)."""
+    opts = conf.ironic_multi
+    return bool(opts.takeover_forced_down or opts.takeover_down_after)
+
+
+def moved_allocations(current, source, target):
+    """The PUT /allocations payload with ``source``'s part on ``target``.
+
+    :param current: the consumer's ``GET /allocations/{uuid}`` (1.28+).
+    :param source: the lost host's resource provider.
+    :param target: the adopter's resource provider.
+
+    Allocations against other providers (sharing providers) stay as they
+    are; the consumer generation guards against a concurrent change.
+    """
+    allocations = {}
+    for provider, allocation in sorted(
+            (current.get('allocations') or {}).items()):
+        key = target if provider == source else provider
+        resources = allocations.setdefault(key, {'resources': {}})[
+            'resources']
+        for resource_class, amount in allocation['resources'].items():
+            resources[resource_class] = (resources.get(resource_class, 0)
+                                         + amount)
+    return {'allocations': allocations,
+            'consumer_generation': current.get('consumer_generation'),
+            'project_id': current['project_id'],
+            'user_id': current['user_id']}
+
+
+def _moving(current, source):
+    """``{resource class: units}`` that ``source`` holds for the consumer."""
+    allocation = (current.get('allocations') or {}).get(source)
+    return dict(allocation['resources']) if allocation else {}
+
+
+class Takeover(object):
+    """Adoption of lost hosts' instances by the service of ``host``.
+
+    :param reserver: this service's Reserver (``ring``, ``membership``,
+        ``lookup``, ``adopt``).
+    :param host: this service's host; its compute node is named after it.
+    :param conf: the ConfigOpts with ``[ironic_multi]`` registered.
+    :param report_client: a placement SchedulerReportClient, or a callable
+        returning one (or None): the compute manager's, whose provider
+        cache is then told about the inventory change; Nova's singleton
+        by default.
+    :param on_adopted: called with the report after an adoption that moved
+        instances (the driver recomputes its inventory).
+    """
+
+    def __init__(self, reserver, host, conf=CONF, report_client=None,
+                 on_adopted=None):
+        self._reserver = reserver
+        self.host = host
+        self._conf = conf
+        self._report_client = report_client
+        self._on_adopted = on_adopted
+        self._servicegroup = None
+        # Hosts whose compute node is known to be this driver's.
+        self._drivers_hosts = set()
+        # {lost host: skipped} of the last run, to warn about changes only.
+        self._last_skipped = {}
+
+    # -- who is lost -------------------------------------------------------
+
+    def _servicegroup_api(self):
+        if self._servicegroup is None:
+            self._servicegroup = servicegroup.API()
+        return self._servicegroup
+
+    def survey(self, context):
+        """Nova's compute services: which are down, which are lost.
+
+        One read of the services table (through the conductor), plus one
+        of the compute node of each down host until it is found to be
+        this driver's.
+        """
+        opts = self._conf.ironic_multi
+        services = {service.host: service for service in
+                    objects.ServiceList.get_by_binary(
+                        context, BINARY, include_disabled=True)}
+        now = timeutils.utcnow().replace(tzinfo=None)
+        down, lost = set(), {}
+        for host, service in sorted(services.items()):
+            if self._servicegroup_api().service_is_up(service):
+                continue
+            down.add(host)
+            if host == self.host:
+                continue
+            if service.forced_down and opts.takeover_forced_down:
+                why = 'forced down'
+            else:
+                seconds = _down_for(service, now)
+                if not (opts.takeover_down_after and seconds is not None
+                        and seconds >= opts.takeover_down_after):
+                    continue
+                why = 'down for %d s' % seconds
+            if self.drivers_host(context, host):
+                lost[host] = why
+        return Survey(services, frozenset(down), lost)
+
+    def lost_hosts(self, context):
+        """Hosts of this driver whose instances a live service must adopt.
+
+        Forced down (with ``takeover_forced_down``), or down for more than
+        ``takeover_down_after`` seconds; sorted.
+        """
+        return sorted(self.survey(context).lost)
+
+    def drivers_host(self, context, host):
+        """Whether Nova has this driver's compute node for ``host``."""
+        if host in self._drivers_hosts:
+            return True
+        try:
+            node = objects.ComputeNode.get_by_uuid(
+                context, host_mod.compute_node_uuid(host))
+        except nova_exception.ComputeHostNotFound:
+            return False
+        if (node.host == host and node.hypervisor_hostname == host
+                and node.hypervisor_type == host_mod.HYPERVISOR_TYPE):
+            self._drivers_hosts.add(host)
+            return True
+        return False
+
+    def adopter(self, source, down=()):
+        """The live host that adopts the instances of ``source``.
+
+        The owner of the host's name on the shard ring, leaving out the
+        hosts Nova reports down; None when no host is left.
+        """
+        return self._reserver.ring.owner(source,
+                                         ignore=set(down) | {source})
+
+    # -- the periodic and the operator request ----------------------------
+
+    def run(self, context=None):
+        """Adopt the instances of every lost host this service should take.
+
+        The periodic task (``takeover_forced_down`` or
+        ``takeover_down_after`` set); returns the reports.
+        """
+        context = context or nova_context.get_admin_context()
+        survey = self.survey(context)
+        if self.host not in survey.services or self.host in survey.down:
+            LOG.debug('Host %s is not up in Nova: it adopts nothing',
+                      self.host)
+            return []
+        reports = []
+        for source, why in sorted(survey.lost.items()):
+            adopter = self.adopter(source, survey.down)
+            if adopter != self.host:
+                LOG.debug('Host %(source)s is %(why)s; %(adopter)s adopts '
+                          'its instances', {'source': source, 'why': why,
+                                            'adopter': adopter})
+                continue
+            try:
+                reports.append(self.adopt(context, source))
+            except exception.TakeoverRefused as e:
+                LOG.info('%s', e)
+        return reports
+
+    def serve(self, request):
+        """The operator request ``adopt`` (``instances adopt``).
+
+        Without a host named in the request only the ring owner of the
+        lost host answers (the others return None: no answer).
+
+        :raises TakeoverRefused: the host to adopt from is this one, is
+            not a compute service of this driver, or Nova reports it up
+            and not forced down (unless the request says ``force``); or
+            Nova reports this host down.
+        """
+        args = request.get('args') or {}
+        source = args.get('from')
+        if not source:
+            raise self._refused(source, 'the request names no host')
+        try:
+            return self._serve(request, source, args)
+        except exception.IronicMultiError:
+            raise
+        except Exception as e:
+            # The operator gets an answer, not a timeout.
+            LOG.exception('Adopting the instances of %s failed', source)
+            raise self._refused(source, 'it failed: %s' % e)
+
+    def _serve(self, request, source, args):
+        context = nova_context.get_admin_context()
+        survey = self.survey(context)
+        if (request.get('host') is None
+                and self.adopter(source, survey.down) != self.host):
+            return None
+        if source == self.host:
+            raise self._refused(source, 'a host cannot adopt its own '
+                                        'instances')
+        if self.host in survey.down:
+            raise self._refused(source, 'Nova reports %s down' % self.host)
+        if source not in survey.services:
+            raise self._refused(source, 'Nova has no %s service on host %s'
+                                % (BINARY, source))
+        if not self.drivers_host(context, source):
+            raise self._refused(source, 'its compute node is not one of '
+                                        'this driver\'s')
+        if source not in survey.down and not args.get('force'):
+            raise self._refused(
+                source, 'Nova reports it up and not forced down; stop it '
+                        'and force it down first (openstack compute '
+                        'service set --down %s %s)' % (source, BINARY))
+        return self.adopt(context, source)
+
+    def _refused(self, source, reason):
+        return exception.TakeoverRefused(host=self.host, source=source,
+                                         reason=reason)
+
+    # -- adoption ---------------------------------------------------------
+
+    def adopt(self, context, source):
+        """Adopt every instance Nova has on ``source``; idempotent.
+
+        :returns: ``{'host', 'from', 'adopted': [uuid], 'skipped': {uuid:
+            reason}, 'seconds'}`` (JSON).
+        :raises TakeoverRefused: ``source`` is this host, or another
+            service is adopting its instances right now.
+        """
+        started = time.monotonic()
+        if source == self.host:
+            raise self._refused(source, 'a host cannot adopt its own '
+                                        'instances')
+        lock = self._lock(source)
+        try:
+            result = self._adopt(context, source)
+        finally:
+            _release(lock)
+        result['seconds'] = round(time.monotonic() - started, 3)
+        self._log(result)
+        if result['adopted'] and self._on_adopted is not None:
+            self._on_adopted(result)
+        return result
+
+    def _lock(self, source):
+        try:
+            lock = self._reserver.membership.lock(LOCK_NAME % source)
+            if lock.acquire(blocking=False):
+                return lock
+        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            raise self._refused(source, 'cannot take the group\'s lock: %s'
+                                % e)
+        raise self._refused(source, 'another service is adopting them now')
+
+    def _adopt(self, context, source):
+        result = {'host': self.host, 'from': source, 'adopted': [],
+                  'skipped': {}}
+        skipped = result['skipped']
+        instances = objects.InstanceList.get_by_host(context, source,
+                                                     expected_attrs=[])
+        if not instances:
+            return result
+        node = objects.ComputeNode.get_by_uuid(
+            context, host_mod.compute_node_uuid(self.host))
+        source_rp = host_mod.compute_node_uuid(source)
+        client = self._client()
+        plans = []
+        for instance in sorted(instances, key=lambda i: i.uuid):
+            try:
+                reservation, why = self._check(instance, source)
+                if why is None:
+                    plans.append((instance, reservation,
+                                  client.get_allocs_for_consumer(
+                                      context, instance.uuid)))
+            except _INSTANCE_ERRORS as e:
+                why = 'cannot read it: %s' % e
+            if why is not None:
+                skipped[instance.uuid] = why
+        needed = collections.Counter()
+        for _instance, _reservation, current in plans:
+            needed.update(_moving(current, source_rp))
+        self._make_room(context, client, node.uuid, needed)
+        for instance, reservation, current in plans:
+            try:
+                self._adopt_one(context, client, instance, reservation,
+                                current, source, node)
+            except _INSTANCE_ERRORS as e:
+                LOG.warning('Adopting instance %(instance)s from %(source)s '
+                            'failed: %(error)s', {'instance': instance.uuid,
+                                                  'source': source,
+                                                  'error': e})
+                skipped[instance.uuid] = str(e)
+            else:
+                result['adopted'].append(instance.uuid)
+        return result
+
+    def _check(self, instance, source):
+        """``(reservation, None)``, or ``(None, why it is skipped)``."""
+        if instance.task_state is not None:
+            return None, ('task %s in progress on %s; reset its state to '
+                          'adopt it' % (instance.task_state, source))
+        if instance.vm_state == vm_states.BUILDING:
+            return None, 'its build did not finish on %s' % source
+        reservation = self._reserver.lookup(instance.uuid)
+        if reservation is None or reservation.node_uuid is None:
+            return None, 'it holds no node that %s can see' % self.host
+        if reservation.host not in (None, source, self.host):
+            return None, ('its node %s is marked for host %s'
+                          % (reservation.node_uuid, reservation.host))
+        return reservation, None
+
+    def _adopt_one(self, context, client, instance, reservation, current,
+                   source, node):
+        # The order makes a run that stopped half way (a crash, an error)
+        # repaired by the next run:
+        # - Nova's instance.host moves last: it is how a run finds the
+        #   instances still to adopt (InstanceList.get_by_host), and once
+        #   it moves Nova sends the instance's actions here, where the node
+        #   must be ours already.
+        # - The host mark moves before it, for that reason, and after the
+        #   allocation: placement is the step most likely to refuse
+        #   (capacity, a concurrent change), and refusing first leaves the
+        #   instance untouched; a mark moved without the allocation would
+        #   leave the instance to a host that cannot act on the node
+        #   (Nova still routes to the lost one) for longer.
+        # - The allocation move reads what placement has and replaces only
+        #   the lost host's provider: done twice, it finds nothing to move.
+        self._move_allocation(context, client, instance.uuid, current,
+                              host_mod.compute_node_uuid(source), node.uuid)
+        if reservation.host != self.host:
+            self._reserver.adopt(instance.uuid)
+        instance.host = self.host
+        instance.node = node.hypervisor_hostname
+        instance.compute_id = node.id
+        # A task started meanwhile (an action cast to the lost host) keeps
+        # the instance where it is; the next run adopts it once reset.
+        instance.save(expected_task_state=[None])
+        LOG.info('Host %(host)s adopted instance %(instance)s (node '
+                 '%(node)s) from %(source)s',
+                 {'host': self.host, 'instance': instance.uuid,
+                  'node': reservation.node_uuid, 'source': source})
+
+    def _move_allocation(self, context, client, consumer, current, source,
+                         target):
+        """Move the consumer's allocation from ``source`` to ``target``.
+
+        Retried once, with a fresh read, on a consumer generation conflict.
+        :returns: whether anything moved.
+        """
+        for attempt in (1, 2):
+            if source not in (current.get('allocations') or {}):
+                return False
+            payload = moved_allocations(current, source, target)
+            try:
+                if client.put_allocations(context, consumer, payload):
+                    return True
+            except nova_exception.AllocationUpdateFailed:
+                if attempt == 2:
+                    raise
+                current = client.get_allocs_for_consumer(context, consumer)
+                continue
+            raise nova_exception.AllocationUpdateFailed(
+                consumer_uuid=consumer,
+                error='placement refused to move it to provider %s'
+                      % target)
+
+    def _make_room(self, context, client, provider, needed):
+        """Lower the adopter's ``reserved`` by the units being adopted.
+
+        ``reserved`` holds what the cluster uses outside this host
+        (``capacity.inventory``): the lost host's instances are counted
+        there until they become this host's.  Without this, placement
+        would refuse to move them onto a provider with fewer free units
+        than the instances moving (a full cluster).  The next inventory
+        refresh computes the same value.  A failure is logged: the moves
+        then say what placement refused.
+        """
+        if not needed:
+            return
+        url = '/resource_providers/%s/inventories' % provider
+        for attempt in (1, 2):
+            got = client.get(url, version=INVENTORY_VERSION,
+                             global_request_id=context.global_id)
+            if not got:
+                LOG.warning('Cannot read the inventory of provider '
+                            '%(provider)s: HTTP %(status)s',
+                            {'provider': provider,
+                             'status': got.status_code})
+                return
+            body = got.json()
+            inventories = body['inventories']
+            changed = False
+            for resource_class, units in sorted(needed.items()):
+                inventory = inventories.get(resource_class)
+                if inventory and inventory.get('reserved'):
+                    inventory['reserved'] = max(
+                        0, inventory['reserved'] - units)
+                    changed = True
+            if not changed:
+                return
+            put = client.put(url, {
+                'resource_provider_generation':
+                    body['resource_provider_generation'],
+                'inventories': inventories},
+                version=INVENTORY_VERSION,
+                global_request_id=context.global_id)
+            if put.status_code == 200:
+                # The compute manager's cache holds the old generation.
+                client.invalidate_resource_provider(provider, cacheonly=True)
+                return
+            if put.status_code != 409 or attempt == 2:
+                LOG.warning('Cannot make room on provider %(provider)s for '
+                            'the adopted instances: HTTP %(status)s %(text)s',
+                            {'provider': provider,
+                             'status': put.status_code, 'text': put.text})
+                return
+
+    def _client(self):
+        client = self._report_client
+        if callable(client):
+            client = client()
+        return client or report.report_client_singleton()
+
+    def _log(self, result):
+        source = result['from']
+        if result['adopted'] or result['skipped'] != self._last_skipped.get(
+                source):
+            LOG.warning('Host %(host)s adopted %(count)d instances of '
+                        '%(source)s in %(seconds).3f s; skipped %(skipped)s',
+                        {'host': self.host, 'count': len(result['adopted']),
+                         'source': source, 'seconds': result['seconds'],
+                         'skipped': result['skipped'] or 'none'})
+        else:
+            LOG.debug('Host %(host)s found nothing to adopt on %(source)s',
+                      {'host': self.host, 'source': source})
+        self._last_skipped[source] = dict(result['skipped'])
+
+
+def _down_for(service, now):
+    """Seconds Nova has reported ``service`` down by heartbeat, or None.
+
+    Nova's servicegroup reports a service down ``service_down_time``
+    seconds after its last heartbeat (``last_seen_up``, else when it was
+    created).
+    """
+    last = service.last_seen_up or service.created_at
+    if last is None:
+        return None
+    seconds = ((now - last.replace(tzinfo=None)).total_seconds()
+               - CONF.service_down_time)
+    return seconds if seconds > 0 else None
+
+
+def _release(lock):
+    try:
+        lock.release()
+    except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+        LOG.warning('Could not release the takeover lock (%s); it expires '
+                    'with the membership', e)
