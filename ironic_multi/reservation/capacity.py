@@ -19,6 +19,13 @@ with the time it counted them.  While the ring moves, an old owner's
 payload and the new owner's may both name a shard; the sum takes each
 shard once, from the freshest count, so nothing is counted twice.
 
+A member that leaves takes its payload with it, possibly before the
+survivors' rings hand them its shards.  Summing without it would drop its
+shards' capacity and traits from placement until the next refresh and
+periodic, and a boot asking for one of those traits would find no valid
+host.  So a departed member's last payload still counts for the shards no
+live member covers yet, for at most ``retain_seconds``.
+
 The sum is computed when the periodic refresh publishes and kept: the
 virt driver reads it under Nova's resource tracker lock, where no network
 round trip belongs.
@@ -41,15 +48,20 @@ class CapacityBoard(object):
     """This member's published counts and the cluster's last sum.
 
     :param membership: a :class:`~.membership.Membership`.
+    :param retain_seconds: how long a departed member's last payload
+        still counts for the shards no live member covers.
     """
 
-    def __init__(self, membership):
+    def __init__(self, membership, retain_seconds=0):
         self._membership = membership
+        self._retain_seconds = retain_seconds
         self._lock = threading.Lock()
         self._capacity = {}
         self._traits = frozenset()
         self._payload = None
         self._others = {}
+        # {member_id: (payload, monotonic time it was last seen)}
+        self._departed = {}
 
     def publish(self, shard_capacity, traits, extra=None):
         """Publish this member's counts, then read every member's.
@@ -74,10 +86,38 @@ class CapacityBoard(object):
             LOG.warning('Cannot publish capacity; summing with the last '
                         'known counts of the other members: %s', e)
             others = self._others
-        capacity, traits = _sum([payload, *others.values()])
+        live = [payload, *others.values()]
+        departed = self._still_departed(others, live)
+        capacity, traits = _sum(
+            live + [kept for kept, _seen in departed.values()])
         with self._lock:
             self._capacity, self._traits = capacity, frozenset(traits)
             self._payload, self._others = payload, others
+            self._departed = departed
+
+    def _still_departed(self, others, live):
+        """The departed members' payloads that still count."""
+        now = time.monotonic()
+        departed = dict(self._departed)
+        departed.update((member, (payload, now))
+                        for member, payload in self._others.items()
+                        if member not in others)
+        kept = {}
+        for member, (payload, seen) in departed.items():
+            if member in others:
+                continue
+            if now - seen > self._retain_seconds:
+                LOG.debug('No longer counting the capacity last published '
+                          'by %s, which left %.0f s ago', member, now - seen)
+                continue
+            if _uncovered(payload, live):
+                kept[member] = (payload, seen)
+        newly = sorted(set(kept) - set(self._departed))
+        if newly:
+            LOG.info('Counting the last published capacity of %s, which '
+                     'left, until the remaining members cover its shards',
+                     ', '.join(newly))
+        return kept
 
     def amend(self, **fields):
         """Publish the last payload again with ``fields`` changed."""
@@ -124,6 +164,14 @@ def _add(totals, shard_counts):
             for field in _COUNTS:
                 entry[field] += count.get(field, 0)
     return totals
+
+
+def _uncovered(payload, live):
+    """Shards of ``payload`` that no live payload counted since."""
+    at = payload.get('at', 0)
+    return {shard for shard in payload.get('shards') or ()
+            if not any(shard in (other.get('shards') or ())
+                       and other.get('at', 0) >= at for other in live)}
 
 
 def _sum(payloads):

@@ -75,7 +75,11 @@ class Reserver(object):
                            or membership_mod.Membership.from_conf(conf, host))
         self.host = self.membership.host
         self.stats = stats_mod.Stats()
-        self.capacity = capacity_mod.CapacityBoard(self.membership)
+        # Long enough for the survivors to notice a member left and to
+        # refresh the shards they take over from it.
+        self.capacity = capacity_mod.CapacityBoard(
+            self.membership, retain_seconds=(
+                opts.membership_timeout + 2 * opts.pool_refresh_interval))
         self.ring = ring_mod.ShardRing(self.membership, opts.ring_partitions)
         self._claims = claims.ClaimStrategy(
             self.provider, self.ring, opts.claim_candidates,

@@ -17,6 +17,7 @@
 
 import itertools
 import threading
+import time
 from unittest import mock
 
 from oslo_utils import uuidutils
@@ -24,6 +25,7 @@ import pytest
 import yaml
 
 from ironic_multi import exception
+from ironic_multi.reservation import capacity as capacity_mod
 from ironic_multi.reservation import providers
 from ironic_multi.reservation import requirements as reqs
 from ironic_multi.reservation import reserver as reserver_mod
@@ -152,6 +154,60 @@ class TestCapacity:
         a, b = cluster['a'].owned_shards(), cluster['b'].owned_shards()
         assert a | b == set(SHARDS)
         assert not a & b
+
+    def test_a_departed_member_counts_until_its_shards_are_covered(
+            self, cluster):
+        a, b = cluster['a'], cluster['b']
+        everything = {'gold': {'total': 2 * len(SHARDS),
+                               'free': 2 * len(SHARDS)}}
+        b.stop()
+        # b left after a's ring was read: a still owns only its shards,
+        # and b's payload is gone from the group.
+        with mock.patch.object(a.ring, 'refresh'):
+            a.refresh()
+        assert a.owned_shards() != set(SHARDS)
+        assert a.cluster_capacity() == everything
+        assert a.cluster_traits() == {'CUSTOM_FAST'}
+        # a's next refresh takes b's shards over and counts them itself.
+        a.refresh()
+        assert a.owned_shards() == set(SHARDS)
+        assert a.cluster_capacity() == everything
+        assert a.capacity.published().keys() == {a.membership.member_id}
+
+
+class _Membership(object):
+    """Only what a CapacityBoard uses: others' payloads set by hand."""
+
+    member_id = 'me'
+
+    def __init__(self):
+        self.payloads = {}
+
+    def publish(self, payload):
+        self.payloads[self.member_id] = payload
+
+    def published(self):
+        return dict(self.payloads)
+
+
+def test_a_departed_members_capacity_counts_for_a_bounded_time():
+    membership = _Membership()
+    board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
+    gold = {'gold': {'total': 2, 'free': 1}}
+    membership.payloads['gone'] = {'at': 1, 'shards': {'s1': gold},
+                                   'traits': ['CUSTOM_GPU']}
+    board.publish({'s0': gold}, set())
+    assert board.cluster_capacity()['gold']['total'] == 4
+    del membership.payloads['gone']
+    board.publish({'s0': gold}, set())
+    assert board.cluster_capacity()['gold']['total'] == 4
+    assert board.cluster_traits() == {'CUSTOM_GPU'}
+    later = time.monotonic() + 61
+    with mock.patch.object(capacity_mod.time, 'monotonic',
+                           return_value=later):
+        board.publish({'s0': gold}, set())
+    assert board.cluster_capacity()['gold']['total'] == 2
+    assert board.cluster_traits() == frozenset()
 
 
 def test_unknown_provider_is_a_typed_error():
