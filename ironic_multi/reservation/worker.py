@@ -55,14 +55,19 @@ class Worker(object):
         self._callables = []
         self._worker = None
         self._thread = None
+        # Nova may stop a driver from two threads at once (its service's
+        # stop and a clean-up): one of them stops the worker.
+        self._stop_lock = threading.Lock()
 
-    def add(self, name, function, interval):
-        """Run ``function()`` every ``interval`` seconds, after a first wait.
+    def add(self, name, function, interval, run_immediately=False):
+        """Run ``function()`` every ``interval`` seconds.
 
-        Only before :meth:`start`.
+        The first run comes after one interval, or at :meth:`start` with
+        ``run_immediately``.  Only before :meth:`start`.
         """
-        periodic = periodics.periodic(interval, run_immediately=False)(
-            _guarded(name, function))
+        periodic = periodics.periodic(
+            interval, run_immediately=run_immediately)(
+                _guarded(name, function))
         self._callables.append((periodic, (), {}))
 
     def start(self):
@@ -71,12 +76,21 @@ class Worker(object):
                                         name=self._name, daemon=True)
         self._thread.start()
 
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
     def stop(self):
-        if self._worker is None:
+        with self._stop_lock:
+            worker, thread = self._worker, self._thread
+            self._worker = self._thread = None
+        if worker is None:
             return
-        self._worker.stop()
-        self._thread.join(timeout=_JOIN_TIMEOUT)
-        if self._thread.is_alive():
+        worker.stop()
+        thread.join(timeout=_JOIN_TIMEOUT)
+        if thread.is_alive():
             LOG.warning('Periodic worker %s did not stop within %d s',
                         self._name, _JOIN_TIMEOUT)
-        self._worker = self._thread = None
