@@ -216,11 +216,18 @@ class IronicAPI(object):
                                     page_size=page_size, **filters))
 
     def iter_nodes(self, fields=None, detail=False, page_size=PAGE_SIZE,
-                   **filters):
-        path = '/v1/nodes/detail' if detail else '/v1/nodes'
-        return self._iter(path, 'nodes', fields, page_size, filters)
+                   grow_to=None, **filters):
+        """Like :meth:`list_nodes`, lazily.
 
-    def _iter(self, path, key, fields, page_size, filters):
+        :param grow_to: double the page size after each page, up to this:
+            a reader that usually stops on the first page keeps it small,
+            one that must go on needs few requests.
+        """
+        path = '/v1/nodes/detail' if detail else '/v1/nodes'
+        return self._iter(path, 'nodes', fields, page_size, filters,
+                          grow_to=grow_to)
+
+    def _iter(self, path, key, fields, page_size, filters, grow_to=None):
         """Every item of a listing, page by page, lazily."""
         query = {name: _query_value(value) for name, value in filters.items()
                  if value is not None}
@@ -241,6 +248,8 @@ class IronicAPI(object):
             if not page or not answer.get('next'):
                 return
             marker = page[-1]['uuid']
+            if grow_to:
+                query['limit'] = min(grow_to, query['limit'] * 2)
 
     def get_node(self, node, fields=None):
         url = '/v1/nodes/%s' % node

@@ -161,10 +161,13 @@ class IronicProvider(base.NodeProvider):
 
     def _read_changed(self, shards):
         # One query newest-first over all nodes: shard filtering happens in
-        # the pool, and most refreshes stop on the first page.
+        # the pool, and most refreshes stop on the first page.  Pages grow
+        # for the others: on PostgreSQL, nodes never updated (null
+        # updated_at) come first, and each page costs Ironic a sort.
         return self.api.iter_nodes(
-            detail=True, page_size=25, sort_key='updated_at',
-            sort_dir='desc', conductor_group=self._opts.conductor_group)
+            detail=True, page_size=25, grow_to=client.PAGE_SIZE,
+            sort_key='updated_at', sort_dir='desc',
+            conductor_group=self._opts.conductor_group)
 
     def shard_keys(self):
         # Every shard key means listing every unsharded node: read them with

@@ -123,6 +123,16 @@ class TestListing:
         assert [n['uuid'] for n in nodes] == ['a', 'b', 'c', 'd', 'e']
         assert len(calls(api)) == 3
 
+    def test_pages_grow_up_to_a_bound(self, conf):
+        more = 'http://ironic.test/v1/nodes?limit=2'
+        api = make_api(*[{'nodes': [{'uuid': 'n%d' % i}], 'next': more}
+                         for i in range(5)], {'nodes': []})
+        nodes = list(api.iter_nodes(page_size=2, grow_to=10))
+        assert len(nodes) == 5
+        limits = [urllib.parse.parse_qs(urllib.parse.urlsplit(u).query)[
+            'limit'] for _m, u, _h, _b in calls(api)]
+        assert limits == [['2'], ['4'], ['8'], ['10'], ['10'], ['10']]
+
     def test_no_next_link_ends_the_listing(self, conf):
         api = make_api({'nodes': [{'uuid': 'a'}]})
         assert len(api.list_nodes(page_size=1)) == 1
