@@ -99,6 +99,7 @@ def _choose_threads():
 _choose_threads()
 
 import fixtures  # noqa: E402,I100,I202
+from keystoneauth1 import loading as ks_loading  # noqa: E402
 # Nova's options before ours: ironic_multi.conf keeps an [ironic] option
 # registered before its own, Nova does not tolerate duplicates.
 from nova import conf as nova_conf  # noqa: E402
@@ -440,10 +441,32 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
         # computes of the other driver too.
         self._setup_ironic_multi()
         self._setup_in_tree()
-        for group, options in (self.FLAGS or {}).items():
+        flags = self.FLAGS or {}
+        self._register_auth_plugin(flags.get('ironic', {}).get('auth_type'))
+        for group, options in flags.items():
             self.flags(group=None if group == 'DEFAULT' else group,
                        **options)
         self.enroll()
+
+    def _register_auth_plugin(self, auth_type):
+        """The ``[ironic]`` auth plugin's options, as a config file has.
+
+        Loading a config file registers them; overrides need them first.
+        They go again at the end: the plugin's required options would
+        fail the next set of services' parse.
+        """
+        if auth_type in (None, 'none'):
+            return
+        opts = ks_loading.get_auth_plugin_conf_options(auth_type)
+        CONF.register_opts(opts, group='ironic')
+
+        def unregister():
+            # Unregistering needs the parsed arguments cleared; Nova's
+            # ConfFixture resets CONF afterwards too.
+            CONF.reset()
+            CONF.unregister_opts(opts, group='ironic')
+
+        self.addCleanup(unregister)
 
     def _setup_ironic_multi(self):
         url = self.COORDINATION_URL
@@ -540,7 +563,7 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
     def driver_of(compute):
         return compute.manager.driver
 
-    def refresh_capacity(self):
+    def refresh_capacity(self, hosts=None):
         """Make every service publish its counts, then report them.
 
         Services publish on their own every pool_refresh_interval; tests
@@ -548,13 +571,22 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
         counts, the next reads them all, as two intervals of the services'
         own refreshes would.  The in-tree driver reads Ironic in its
         periodic.
+
+        :param hosts: only these computes (the running ones); all of them
+            by default.
         """
+        computes = (list(self.computes.values()) if hosts is None
+                    else [self.computes[host] for host in hosts])
         reservers = [getattr(self.driver_of(c), 'reserver', None)
-                     for c in self.computes.values()]
+                     for c in computes]
         reservers = [r for r in reservers if r is not None]
         for reserver in reservers + reservers:
             reserver.refresh()
-        self._run_periodics()
+        if hosts is None:
+            self._run_periodics()
+        else:
+            for host in hosts:
+                self.update_available_resource(host)
 
     def update_available_resource(self, host):
         """Run one compute's resource periodic, as its service would."""

@@ -17,10 +17,12 @@ cloud may let nova-compute at Ironic.
 
 Ironic runs with its shipped default policies; nova-compute authenticates
 with the ``[ironic]`` keystoneauth password options as the ``nova`` user
-devstack creates.  In the two rows that can work, claims (with the
-default options: allocations, which fall back to PATCH where Ironic would
-restrict them), release, deploy, tear down and capacity work; in the third
-the service refuses to start, naming the fix.
+devstack creates.  In the two rows that can work, claims in both modes
+(PATCH, the default, and allocations, which fall back to PATCH where
+Ironic would restrict them), release, deploy, tear down and capacity
+work; in the third the service refuses to start, naming the fix.  One
+server boots and is deleted through Nova's services with the same
+credentials.
 """
 
 import time
@@ -31,6 +33,7 @@ from ironic_multi import exception
 from ironic_multi.reservation.providers.ironic import provider as ironic
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import keystone_server
+from ironic_multi.testing import nova_services
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 
@@ -127,3 +130,25 @@ def test_project_scoped_with_ironic_defaults_refuses_to_start(
     assert 'HTTP 403' in message
     assert 'system_scope = all' in message
     assert 'rbac_service_role_elevated_access' in message
+
+
+def test_boot_and_delete_through_nova(keystone, plain):
+    """nova-compute with the [ironic] options an operator writes.
+
+    This Ironic answers 401 to a request without a Keystone token, so the
+    boot goes through only if the driver authenticates as configured.
+    """
+    # Nova's harness points [ironic] at a noauth endpoint; these replace
+    # it with Keystone's catalog and the nova user's password.
+    ironic_options = dict(keystone.ironic_options('system'),
+                          endpoint_override=None)
+    with nova_services.NovaServices(
+            plain, computes=1, nodes=NODES,
+            flags={'ironic': ironic_options}) as nova:
+        server = nova.boot()
+        node = nova.assert_on_ironic(server)
+        assert node['instance_uuid'] == server['id']
+        # delete_and_check waits for the node to be available and free.
+        after = nova.delete_and_check(server)
+        assert after['provision_state'] == 'available'
+        assert after['instance_uuid'] is None
