@@ -21,32 +21,12 @@ from cliff import app
 from cliff import commandmanager
 
 import ironic_multi
-from ironic_multi._manage import capacity
-from ironic_multi._manage import housekeeping
-from ironic_multi._manage import instances
-from ironic_multi._manage import pool
-from ironic_multi._manage import reservations
-from ironic_multi._manage import ring
-from ironic_multi._manage import shards
 from ironic_multi._manage import sources
-from ironic_multi._manage import stats
 
-#: More commands may register in this entry point namespace.
+#: The entry point namespace of the commands (setup.cfg), the one list of
+#: them: cliff loads it, and so does the CLI reference of the docs.  An
+#: entry point ``pool_show`` is the command ``pool show``.
 NAMESPACE = 'ironic_multi.manage'
-
-COMMANDS = {
-    'pool show': pool.PoolShow,
-    'pool flush': pool.PoolFlush,
-    'ring show': ring.RingShow,
-    'shards assign': shards.ShardsAssign,
-    'reservations list': reservations.ReservationsList,
-    'reservations show': reservations.ReservationsShow,
-    'reservations release': reservations.ReservationsRelease,
-    'capacity': capacity.Capacity,
-    'housekeeping run': housekeeping.HousekeepingRun,
-    'instances adopt': instances.InstancesAdopt,
-    'stats': stats.Stats,
-}
 
 DESCRIPTION = """\
 Look into and operate the reservation layer of ironic-multi: the ready
@@ -95,12 +75,11 @@ class ManageApp(app.App):
     LOG = logging.getLogger(sources.NAME)
 
     def __init__(self, stdin=None, stdout=None, stderr=None):
-        manager = commandmanager.CommandManager(NAMESPACE)
-        for name, factory in COMMANDS.items():
-            manager.add_command(name, factory)
         super().__init__(description=DESCRIPTION,
                          version=ironic_multi.__version__,
-                         command_manager=manager, stdin=stdin,
+                         command_manager=commandmanager.CommandManager(
+                             NAMESPACE),
+                         stdin=stdin,
                          stdout=stdout, stderr=stderr,
                          # "CMD --help" is "help CMD": the command's help.
                          deferred_help=True)
@@ -121,9 +100,9 @@ class ManageApp(app.App):
                  '/etc/nova/ and /etc/.')
         parser.add_argument(
             '--config-dir', action='append', default=[], metavar='DIR',
-            help='A directory of *.conf files read after the '
-                 '--config-file ones, in alphabetical order; may be '
-                 'repeated.')
+            help='A directory whose files ending in .conf are read '
+                 'after the --config-file ones, in alphabetical order; '
+                 'may be repeated.')
         return parser
 
     def configure_logging(self):

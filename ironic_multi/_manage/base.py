@@ -19,14 +19,13 @@ non-zero exit, and cell types that print ``-`` for humans where JSON
 gets ``null``, lists and mappings for JSON where humans get a short text.
 """
 
-import argparse
-
 from cliff import columns
 from cliff import command
 from cliff import lister
 from cliff import show
 from oslo_config import cfg
 
+from ironic_multi import _argtypes
 from ironic_multi import exception
 
 
@@ -73,28 +72,9 @@ class ShowOne(_Guarded, show.ShowOne):
 
 # -- options ---------------------------------------------------------------
 
-def positive_int(value):
-    """argparse type: a whole number of at least 1."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(
-            'must be a whole number of at least 1, not %r' % value)
-    return number
-
-
-def positive_float(value):
-    """argparse type: a number of seconds above 0."""
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0
-    if not number > 0:
-        raise argparse.ArgumentTypeError(
-            'must be a number of seconds above 0, not %r' % value)
-    return number
+#: argparse types, shared with the other console scripts.
+positive_int = _argtypes.at_least(1)
+positive_float = _argtypes.positive_seconds
 
 
 def add_timeout(parser):
