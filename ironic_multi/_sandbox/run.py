@@ -1,0 +1,266 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+
+"""Run the sandbox: the scenario, the report, the chart, the exit code.
+
+Importing this module starts Nova's machinery (native threads, Nova's
+options): :mod:`ironic_multi.cmd.sandbox` imports it only once the
+command line has been read.
+"""
+
+# First: decides Nova's concurrency mode and registers Nova's options.
+from ironic_multi.testing import nova_services  # noqa: I100
+
+import contextlib  # noqa: E402,I100
+import json  # noqa: E402
+import logging  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+
+from rich import console as rich_console  # noqa: E402
+
+from ironic_multi._sandbox import display as display_mod  # noqa: E402
+from ironic_multi._sandbox import report  # noqa: E402
+from ironic_multi._sandbox import scenario as scenario_mod  # noqa: E402
+from ironic_multi import exception  # noqa: E402
+from ironic_multi.testing import ironic_nodes  # noqa: E402
+from ironic_multi.testing import ironic_server  # noqa: E402
+
+# Nova's services are imported above; keep flake8 from calling it unused.
+assert nova_services.IRONIC_MULTI_DRIVER
+
+CHART = 'sandbox.png'
+REPORT = 'sandbox.json'
+# The sandbox's own log, and Nova's services' (kept in memory while they
+# run).
+LOG_FILE = 'sandbox.log'
+NOVA_LOG_FILE = 'nova.log'
+LOG_FORMAT = '%(asctime)s %(levelname)s [%(name)s] %(message)s'
+# Wide enough for the tables when the output is not a terminal.
+PIPE_WIDTH = 120
+# What ends a run early: the scenario's own errors and those of the
+# servers it starts (the rest is a bug: traceback).
+EXPECTED_ERRORS = (scenario_mod.SandboxError, exception.IronicMultiError,
+                   ironic_server.IronicServerError,
+                   ironic_nodes.IronicRequestError, AssertionError)
+
+
+@contextlib.contextmanager
+def _signals(note):
+    """SIGINT, SIGTERM and SIGHUP unwind the main thread as Ctrl-C does.
+
+    Each is first passed to ``note``: the exception raised here can be
+    lost in the code the main thread runs, the note cannot.  Installed
+    before Ironic starts: its fixture's safety net, installed next, stops
+    Ironic first and then hands SIGTERM and SIGHUP on to this.
+    """
+    def handler(signum, frame):
+        note(signum)
+        raise scenario_mod.Interrupted(signum)
+
+    previous = {signum: signal.signal(signum, handler)
+                for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _Services(contextlib.ExitStack):
+    """What the scenario starts; stopped in reverse on any way out.
+
+    While it stops, another Ctrl-C only says to wait (Ironic is released
+    at exit and dies with this process in any case).
+    """
+
+    def __init__(self, display):
+        super().__init__()
+        self.display = display
+        self.stop_seconds = None
+
+    def __exit__(self, *exc_info):
+        def wait(signum, frame):
+            self.display.say('Stopping the services, please wait')
+
+        previous = signal.signal(signal.SIGINT, wait)
+        phase = self.display.phase('Stop Nova\'s services and Ironic')
+        started = time.monotonic()
+        try:
+            return super().__exit__(*exc_info)
+        finally:
+            self.stop_seconds = time.monotonic() - started
+            phase.done('%.1f s' % self.stop_seconds)
+            signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _logging_to(path):
+    """Log records at INFO and above go to ``path``, not the console."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    handler = logging.FileHandler(path)
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+        handler.close()
+
+
+def _alive(pid):
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is not running: Ironic's fixture reaps its process, but be
+    # sure.
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+def run(args, layout):
+    """Run the sandbox; returns the exit code."""
+    output = os.path.abspath(args.output)
+    os.makedirs(output, exist_ok=True)
+    args.nova_log = os.path.join(output, NOVA_LOG_FILE)
+    with _logging_to(os.path.join(output, LOG_FILE)):
+        return _run(args, layout, output)
+
+
+def _run(args, layout, output):
+    started = time.monotonic()
+
+    def clock():
+        return time.monotonic() - started
+
+    console = rich_console.Console(highlight=False)
+    if not console.is_terminal:
+        console = rich_console.Console(highlight=False, width=PIPE_WIDTH)
+    display = display_mod.Display(clock, console)
+    scenario = scenario_mod.Scenario(args, layout, display, clock)
+    results = scenario.results
+    results['settings'] = {
+        'nodes': args.nodes, 'computes': args.computes,
+        'servers': args.servers, 'seed': args.seed, 'db': args.db,
+        'coordination_url': args.coordination_url or 'file',
+        'output': output}
+    results['report'] = os.path.join(output, REPORT)
+    results['logs'] = [os.path.join(output, LOG_FILE), args.nova_log]
+    interrupted = failure = None
+    services = _Services(display)
+    with _signals(scenario.interrupt):
+        try:
+            with display:
+                display.say('ironic-multi sandbox: %d nodes, %d compute '
+                            'services, %d servers (seed %d)', args.nodes,
+                            args.computes, args.servers, args.seed)
+                with services:
+                    scenario.run(services)
+        except KeyboardInterrupt as e:
+            interrupted = e
+        except EXPECTED_ERRORS as e:
+            failure = '%s: %s' % (type(e).__name__, e)
+        except Exception as e:
+            traceback.print_exc()
+            failure = '%s: %s' % (type(e).__name__, e)
+    if interrupted is None and scenario.signalled is not None:
+        # Its exception was lost after the scenario's last pause.
+        interrupted = scenario_mod.Interrupted(scenario.signalled)
+    pid = (results.get('ironic') or {}).get('pid')
+    results['cleanup'] = {
+        'seconds': services.stop_seconds,
+        'ironic_running': _alive(pid),
+        'threads_left': sorted(
+            t.name for t in getattr(scenario.nova, 'leftover_threads', ())
+            or ())}
+    if results['cleanup']['ironic_running']:
+        scenario.results['problems'].append('Ironic (pid %d) still runs '
+                                            'after the clean-up' % pid)
+
+    if interrupted is not None:
+        signum = getattr(interrupted, 'signum', signal.SIGINT)
+        console.print('\nsandbox interrupted (%s): Nova\'s services and '
+                      'Ironic%s stopped%s' % (
+                          signal.Signals(signum).name,
+                          ' (pid %d)' % pid if pid else '',
+                          '' if not results['cleanup']['ironic_running']
+                          else ' - but Ironic still runs!'))
+        return 128 + signum
+
+    servers = sorted(scenario.servers.values(), key=lambda r: r['name'])
+    results['hosts'] = sorted(scenario.providers)
+    results['servers'] = servers
+    report.summarize(results, servers)
+    if scenario.sampler is not None:
+        results['timeline'] = {'period': scenario.sampler.period,
+                               'samples': scenario.sampler.samples,
+                               'events': scenario.sampler.events,
+                               'failed_reads': scenario.sampler.failed_reads}
+        if not args.no_chart and scenario.sampler.samples:
+            results['chart'] = _chart(output, results, layout)
+    results['wall_seconds'] = round(clock(), 1)
+    if failure:
+        results['problems'].append(failure)
+    with open(results['report'], 'w') as f:
+        json.dump(results, f, indent=1, sort_keys=True, default=str)
+    if 'capacity' in results:
+        console.print()
+        report.render(console, results, servers, layout)
+    if results['problems']:
+        console.print('\n[bold red]sandbox FAILED[/bold red]:')
+        for text in results['problems']:
+            console.print('  - %s' % text, markup=False)
+        sys.stdout.flush()
+        return 1
+    console.print('sandbox OK (%.1f s)' % results['wall_seconds'])
+    return 0
+
+
+def _chart(output, results, layout):
+    from ironic_multi._sandbox import chart
+    from ironic_multi._sandbox import checks
+
+    path = os.path.join(output, CHART)
+    boots = {}
+    ring = results.get('ring') or {}
+    for host, counts in results['computes'].items():
+        notes = []
+        if host == ring.get('victim'):
+            notes.append('stopped')
+        if counts.get('adopted'):
+            notes.append('adopted %d' % counts['adopted'])
+        boots[host] = dict(counts, note=', '.join(notes))
+    chart.draw(
+        path, results['timeline']['samples'], results['timeline']['events'],
+        boots, [(rc, checks.placement_class(rc))
+                for rc in layout.resource_classes()],
+        title='ironic-multi sandbox: %d nodes, %d compute services, %d '
+              'servers' % (layout.nodes, layout.computes, layout.servers))
+    return path
