@@ -349,9 +349,10 @@ def _proc_status(pid, field):
 class Placeholders(object):
     """The K hosts on the ring before their services start.
 
-    Ring nodes are hosts, not member ids (doc/design.rst): with a member
-    of every host in the group first, each service's first read is of its
-    own shards, not of everything it would own alone for a moment.
+    Ring nodes are hosts, not member ids (doc/source/architecture.rst):
+    with a member of every host in the group first, each service's first
+    read is of its own shards, not of everything it would own alone for a
+    moment.
     """
 
     def __init__(self, url, groups, hosts, timeout):

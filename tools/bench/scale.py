@@ -16,8 +16,9 @@
 
 100,000 nodes (a quarter of class ``gold``, in every shard) over 32 shard
 keys, copied in
-bulk with an ``updated_at``; K = 4 services in processes of their own, in
-the default claim mode (allocations), Redis coordination.  Measured:
+bulk with an ``updated_at``; K = 4 services in processes of their own,
+claiming by allocation (the slower of the two claim modes; PATCH is the
+default), Redis coordination.  Measured:
 
 - memory per service: VmRSS of its process (``/proc/PID/status``) after
   its imports and before it read a node, after its first full read, and
@@ -229,7 +230,7 @@ def _report(count, fleet_seconds, group, owned, pool_nodes, memory, full,
             'with nothing changed (incremental); seconds are per service',
             'claims one at a time, the services in turn, interleaved with '
             'a raw PATCH (rotating order); mode: allocations (the '
-            'default)',
+            'slower one; PATCH is the default)',
             'memory: VmRSS from /proc; RSS growth per node = (RSS after '
             'the first full read - RSS before it) / nodes read: the pool '
             'and what reading it left allocated'],
