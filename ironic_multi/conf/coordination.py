@@ -44,7 +44,8 @@ OPTS = [
              'next ring refresh). '
              'Passed to the tooz driver as ``membership_timeout`` in its '
              'URL (``timeout`` for ``file://`` and ZooKeeper) unless the '
-             'URL sets it. A member that leaves cleanly is gone at once.'),
+             'URL sets it. A member that leaves cleanly is gone at once. '
+             'Also the longest a call to the backend may wait.'),
     cfg.IntOpt(
         'ring_partitions',
         default=32,

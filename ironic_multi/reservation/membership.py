@@ -125,6 +125,10 @@ def _text(member_id):
     return member_id.decode() if isinstance(member_id, bytes) else member_id
 
 
+class _NoAnswer(Exception):
+    """A backend call did not end within the bound."""
+
+
 class _FileBoard:
     """Published payloads of ``file://`` members, one JSON file each.
 
@@ -176,6 +180,11 @@ class Membership:
 
     def __init__(self, url, group, timeout, host=None):
         self.url = backend_url(url, timeout)
+        # No call waits longer for the backend than a member may miss
+        # heartbeats: past that its view is stale anyway.  tooz's file
+        # driver serialises every call of every member on one host
+        # through a lock file, which a stopped process may hold for good.
+        self._call_timeout = timeout
         self.group = group
         self.member_id = make_member_id(host)
         self.host = host_of(self.member_id)
@@ -207,9 +216,25 @@ class Membership:
     def _translated(self, action, errors=(tooz.ToozError, OSError)):
         try:
             yield
+        except _NoAnswer as e:
+            raise exception.CoordinationUnavailable(
+                url=redact(self.url), reason='%s: no answer within %s s' % (
+                    action, self._call_timeout)) from e.__cause__
         except errors as e:
             raise exception.CoordinationUnavailable(
                 url=redact(self.url), reason='%s: %s' % (action, e)) from e
+
+    def _wait(self, result):
+        """The value of a tooz async ``result``, waited for with a bound."""
+        try:
+            return result.get(timeout=self._call_timeout)
+        except tooz.ToozError as e:
+            # OperationTimedOut, or on file:// a ToozError from the
+            # future's TimeoutError (an OSError the driver translates).
+            if isinstance(e, coordination.OperationTimedOut) or isinstance(
+                    e.__cause__, TimeoutError):
+                raise _NoAnswer() from e
+            raise
 
     def start(self, timeout=None):
         """Connect, start heartbeating and join (creating the group).
@@ -298,8 +323,8 @@ class Membership:
 
     def _join(self):
         client = self._client()
-        join = lambda: client.join_group(self._group_id,
-                                         capabilities=self._payload).get()
+        join = lambda: self._wait(client.join_group(
+            self._group_id, capabilities=self._payload))
         with self._translated('joining group %s' % self.group), \
                 contextlib.suppress(coordination.MemberAlreadyExist):
             try:
@@ -308,7 +333,7 @@ class Membership:
                 # Not join_group_create(): it sleeps a second before its
                 # second attempt.
                 with contextlib.suppress(coordination.GroupAlreadyExist):
-                    client.create_group(self._group_id).get()
+                    self._wait(client.create_group(self._group_id))
                 join()
 
     def members(self):
@@ -321,7 +346,8 @@ class Membership:
         """
         with self._translated('listing members of %s' % self.group):
             try:
-                found = self._client().get_members(self._group_id).get()
+                found = self._wait(
+                    self._client().get_members(self._group_id))
             except coordination.GroupNotCreated:
                 found = ()
         members = {_text(m) for m in found}
@@ -358,8 +384,8 @@ class Membership:
                 self._board.write(self.member_id, self._payload)
                 return
             try:
-                self._client().update_capabilities(
-                    self._group_id, self._payload).get()
+                self._wait(self._client().update_capabilities(
+                    self._group_id, self._payload))
             except (coordination.MemberNotJoined,
                     coordination.GroupNotCreated):
                 self._join()
@@ -368,8 +394,9 @@ class Membership:
         """``{member_id: payload}`` of the live members that published."""
         with self._translated('reading payloads of %s' % self.group):
             try:
-                found = self._client().get_members_with_capabilities(
-                    self._group_id).get()
+                found = self._wait(
+                    self._client().get_members_with_capabilities(
+                        self._group_id))
             except coordination.GroupNotCreated:
                 return {}
             if self._board is not None:

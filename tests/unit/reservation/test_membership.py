@@ -14,6 +14,11 @@
 
 """Membership over ``file://``: a real tooz driver, no server."""
 
+import concurrent.futures
+import subprocess
+import sys
+import time
+
 from oslo_config import fixture as config_fixture
 import pytest
 
@@ -136,6 +141,41 @@ def test_unusable_backend_is_unavailable(tmp_path):
     assert raised.value.url == 'file://%s?timeout=5' % not_a_dir
     with pytest.raises(exception.CoordinationUnavailable):
         member.members()
+
+
+# Holds tooz's file driver lock, as a member stopped inside a call would.
+_HOLD_DRIVER_LOCK = """
+import sys, time, fasteners
+lock = fasteners.InterProcessLock(sys.argv[1])
+lock.acquire()
+print('held', flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_stalled_backend_call_ends_within_the_timeout(tmp_path):
+    # The threaded executor, as services run it: the wait can be bounded.
+    member = membership.Membership('file://%s' % tmp_path, 'g', 1)
+    member.start()
+    holder = subprocess.Popen(
+        [sys.executable, '-c', _HOLD_DRIVER_LOCK,
+         str(tmp_path / '.driver_lock')], stdout=subprocess.PIPE, text=True)
+    calls = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        assert holder.stdout.readline() == 'held\n'
+        started = time.monotonic()
+        # Bounded here too: without a bound of its own, the call waits for
+        # the holder's 60 s.
+        call = calls.submit(member.members)
+        with pytest.raises(exception.CoordinationUnavailable) as raised:
+            call.result(timeout=10)
+        assert time.monotonic() - started < 3
+        assert 'no answer within 1 s' in str(raised.value)
+    finally:
+        holder.kill()
+        holder.wait()
+        calls.shutdown()
+        member.stop()
 
 
 def test_unknown_backend_is_a_configuration_error():
