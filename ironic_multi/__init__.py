@@ -14,11 +14,15 @@
 
 """ironic-multi: Nova on large Ironic clouds, nodes reserved at spawn time.
 
-The public surface is what this module exports; every other module is an
-implementation detail, except :mod:`ironic_multi.exception`,
-:mod:`ironic_multi.conf` (the options), :mod:`ironic_multi.testing` (test
-support) and the virt driver, which Nova loads as
-``compute_driver = ironic_multi.IronicMultiDriver``.
+The public surface is what this module exports, with
+:mod:`ironic_multi.exception`, :mod:`ironic_multi.conf` (the options),
+:mod:`ironic_multi.testing` (test support), :mod:`ironic_multi.cmd` (the
+console scripts) and the virt driver, which Nova loads as
+``compute_driver = ironic_multi.IronicMultiDriver``.  Every other module
+is private, its name led by an underscore: the reservation layer
+(``ironic_multi._reservation``), the driver's modules
+(``ironic_multi._virt``).  Out-of-tree node providers import
+:class:`NodeProvider` and its types from here.
 """
 
 import importlib
@@ -32,17 +36,18 @@ __version__ = pbr.version.VersionInfo('ironic-multi').version_string()
 # reservation layer pulls it in (through tooz and futurist).  Importing
 # ironic_multi.conf or ironic_multi.cmd must not decide that for Nova.
 _PUBLIC = {
-    'Deployment': 'ironic_multi.reservation.providers.base',
-    'Feature': 'ironic_multi.reservation.providers.base',
-    'NodeHealth': 'ironic_multi.reservation.providers.base',
-    'NodeProvider': 'ironic_multi.reservation.providers.base',
-    'PowerAction': 'ironic_multi.reservation.providers.base',
-    'PowerState': 'ironic_multi.reservation.lifecycle',
-    'Requirements': 'ironic_multi.reservation.requirements',
-    'Reservation': 'ironic_multi.reservation.lifecycle',
-    'Reserver': 'ironic_multi.reservation.reserver',
-    'State': 'ironic_multi.reservation.lifecycle',
-    'load_provider': 'ironic_multi.reservation.providers',
+    'Deployment': 'ironic_multi._reservation.providers.base',
+    'Feature': 'ironic_multi._reservation.providers.base',
+    'NodeHealth': 'ironic_multi._reservation.providers.base',
+    'NodeProvider': 'ironic_multi._reservation.providers.base',
+    'PowerAction': 'ironic_multi._reservation.providers.base',
+    'PowerState': 'ironic_multi._reservation.lifecycle',
+    'Requirements': 'ironic_multi._reservation.requirements',
+    'Reservation': 'ironic_multi._reservation.lifecycle',
+    'Reserver': 'ironic_multi._reservation.reserver',
+    'State': 'ironic_multi._reservation.lifecycle',
+    'TroubledNode': 'ironic_multi._reservation.providers.base',
+    'load_provider': 'ironic_multi._reservation.providers',
 }
 
 __all__ = sorted(_PUBLIC) + ['__version__']

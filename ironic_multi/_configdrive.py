@@ -16,7 +16,7 @@
 
 Nova's metadata service code (``nova.api.metadata``) writes the drive's
 content; only the virt driver uses this module.  It stands apart from
-``ironic_multi.virt`` so that the driver's package keeps to one rule that a
+``ironic_multi._virt`` so that the driver's package keeps to one rule that a
 grep can check: nothing there names an API but the reservation layer's.
 """
 

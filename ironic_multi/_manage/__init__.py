@@ -19,5 +19,5 @@ application (:mod:`.app`) with one small module per command group; each
 command reads what it shows from the node provider built from the
 configuration and from the coordination group, which it joins as an
 operator member (owning no shard), and asks the running services for
-what only they can do (:mod:`ironic_multi.reservation.board`).
+what only they can do (:mod:`ironic_multi._reservation.board`).
 """

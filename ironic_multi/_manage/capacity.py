@@ -17,8 +17,8 @@
 from cliff import columns
 
 from ironic_multi._manage import base
-from ironic_multi.reservation import capacity as capacity_mod
-from ironic_multi.reservation import requirements
+from ironic_multi._reservation import capacity as capacity_mod
+from ironic_multi._reservation import requirements
 
 
 class _Placement(columns.FormattableColumn):

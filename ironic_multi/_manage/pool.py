@@ -17,7 +17,7 @@
 import time
 
 from ironic_multi._manage import base
-from ironic_multi.reservation import lifecycle
+from ironic_multi._reservation import lifecycle
 
 _STATES = {lifecycle.State.CLAIMED: 'claimed',
            lifecycle.State.DEPLOYING: 'deploying',

@@ -18,7 +18,7 @@ import logging
 
 from ironic_multi._manage import base
 from ironic_multi._manage import sources
-from ironic_multi.reservation.providers import base as providers_base
+from ironic_multi._reservation.providers import base as providers_base
 
 LOG = logging.getLogger(sources.NAME)
 

@@ -23,11 +23,11 @@ import dataclasses
 from oslo_config import cfg
 
 from ironic_multi._manage import base
+from ironic_multi._reservation import board
+from ironic_multi._reservation import membership as membership_mod
+from ironic_multi._reservation import providers
+from ironic_multi._reservation import ring as ring_mod
 from ironic_multi import conf as im_conf
-from ironic_multi.reservation import board
-from ironic_multi.reservation import membership as membership_mod
-from ironic_multi.reservation import providers
-from ironic_multi.reservation import ring as ring_mod
 
 NAME = 'ironic-multi-manage'
 #: The CLI's host in the group: an operator, owning no shard.

@@ -24,7 +24,7 @@ and skipped (the services may be starting or stopping).
 import logging
 import threading
 
-from ironic_multi.reservation import worker as worker_mod
+from ironic_multi._reservation import worker as worker_mod
 
 LOG = logging.getLogger(__name__)
 

@@ -45,10 +45,10 @@ from nova.tests.functional.api import client as api_client
 from nova import utils as nova_utils
 from oslo_utils import timeutils
 
+from ironic_multi._reservation import worker as worker_mod
 from ironic_multi._sandbox import checks
 from ironic_multi._sandbox import fleet
 from ironic_multi._sandbox import sampler as sampler_mod
-from ironic_multi.reservation import worker as worker_mod
 from ironic_multi.testing import coordination
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server

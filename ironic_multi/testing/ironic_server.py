@@ -43,7 +43,7 @@ DB_KINDS = _process.DB_KINDS
 ADMIN_URLS = _process.ADMIN_URLS
 
 # Shards, owner and lessee, allocations and allocation_uuid all work here;
-# ironic_multi.reservation.providers.ironic.versions asks for no more
+# ironic_multi._reservation.providers.ironic.versions asks for no more
 # either.
 API_VERSION = '1.82'
 API_HEADERS = {'X-OpenStack-Ironic-API-Version': API_VERSION}

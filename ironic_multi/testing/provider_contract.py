@@ -18,9 +18,8 @@ As tooz runs one ``TestAPI`` against every coordination driver, each
 provider's test module subclasses :class:`ProviderContract` and provides
 a ``harness`` fixture: a small object that knows how to make nodes in that
 provider's source of truth.  The suite then speaks only the
-:class:`~ironic_multi.reservation.providers.base.NodeProvider` API.  What a
-provider does not declare in its ``features`` is skipped, through
-:func:`requires` and nothing else.
+:class:`ironic_multi.NodeProvider` API.  What a provider does not declare
+in its ``features`` is skipped, through :func:`requires` and nothing else.
 
 A harness provides:
 
@@ -58,10 +57,10 @@ import time
 from oslo_utils import uuidutils
 import pytest
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation import requirements as reqs
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation import requirements as reqs
 
 GOLD = 'baremetal-gold'
 SILVER = 'baremetal-silver'

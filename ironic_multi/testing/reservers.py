@@ -17,8 +17,8 @@
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from ironic_multi._reservation import reserver as reserver_mod
 from ironic_multi import conf as im_conf
-from ironic_multi.reservation import reserver as reserver_mod
 
 
 def make_conf(endpoint=None, ironic=None, **overrides):

@@ -19,8 +19,8 @@ import os
 from oslo_utils import uuidutils
 import yaml
 
-from ironic_multi.reservation.providers.static import provider
-from ironic_multi.reservation.providers.static import records
+from ironic_multi._reservation.providers.static import provider
+from ironic_multi._reservation.providers.static import records
 
 
 class StaticInventory(object):

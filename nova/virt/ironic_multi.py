@@ -18,4 +18,4 @@ Nova imports compute drivers from ``nova.virt`` only; this module is
 installed into Nova's package and re-exports the driver.
 """
 
-from ironic_multi.virt.driver import IronicMultiDriver  # noqa
+from ironic_multi._virt.driver import IronicMultiDriver  # noqa

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from ironic_multi.reservation.providers.ironic import client
+from ironic_multi._reservation.providers.ironic import client
 from ironic_multi.testing import coordination as coordination_servers
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server

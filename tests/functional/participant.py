@@ -35,8 +35,8 @@ import json
 import sys
 import time
 
+from ironic_multi._reservation import requirements as reqs
 from ironic_multi import exception
-from ironic_multi.reservation import requirements as reqs
 from ironic_multi.testing import reservers
 
 

@@ -27,9 +27,9 @@ import sys
 import threading
 import time
 
+from ironic_multi._reservation import membership
+from ironic_multi._reservation import ring
 from ironic_multi import exception
-from ironic_multi.reservation import membership
-from ironic_multi.reservation import ring
 
 
 def main(url, group, host, keys, timeout, lifetime):

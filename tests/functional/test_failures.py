@@ -24,10 +24,10 @@ import time
 
 import pytest
 
-from ironic_multi import exception
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.ironic import provider as \
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import provider as \
     ironic_provider
+from ironic_multi import exception
 from ironic_multi.testing import fault_proxy
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server

@@ -26,7 +26,7 @@ import uuid
 import pytest
 import requests
 
-from ironic_multi.reservation.providers.ironic import client
+from ironic_multi._reservation.providers.ironic import client
 from ironic_multi.testing import fault_proxy
 from ironic_multi.testing import ironic_server as server_lib
 from ironic_multi.testing import reservers

@@ -29,8 +29,8 @@ import time
 
 import pytest
 
+from ironic_multi._reservation.providers.ironic import provider as ironic
 from ironic_multi import exception
-from ironic_multi.reservation.providers.ironic import provider as ironic
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import keystone_server
 from ironic_multi.testing import nova_services

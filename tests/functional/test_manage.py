@@ -31,10 +31,10 @@ import uuid
 
 import pytest
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.requirements import Requirements
+from ironic_multi._reservation import shards
 from ironic_multi.cmd import manage
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.requirements import Requirements
-from ironic_multi.reservation import shards
 from ironic_multi.testing import coordination as coordination_servers
 from ironic_multi.testing import reservers
 from ironic_multi.testing import static_nodes

@@ -36,12 +36,12 @@ import fixtures
 from nova.compute import power_state
 from nova import context
 
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._virt import host as host_mod
 from ironic_multi.cmd import manage
 from ironic_multi import conf as im_conf
 from ironic_multi import exception
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.ironic import deploy
-from ironic_multi.virt import host as host_mod
 from tests.functional import nova_base
 
 CONF = im_conf.CONF

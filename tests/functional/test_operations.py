@@ -24,15 +24,15 @@ import uuid
 
 import pytest
 
-from ironic_multi import exception
-from ironic_multi.reservation import housekeeper as housekeeper_mod
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.ironic import provider as \
+from ironic_multi._reservation import housekeeper as housekeeper_mod
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import provider as \
     ironic_provider
+from ironic_multi._virt import consumers
+from ironic_multi import exception
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
-from ironic_multi.virt import consumers
 from tests.functional import nova_base
 from tests.functional.test_reserver_concurrency import participants  # noqa
 from tests.functional.waiting import wait_for

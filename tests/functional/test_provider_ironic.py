@@ -16,7 +16,7 @@
 
 import pytest
 
-from ironic_multi.reservation.providers.ironic import provider
+from ironic_multi._reservation.providers.ironic import provider
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 

@@ -27,9 +27,9 @@ import time
 import common
 from oslo_utils import uuidutils
 
-from ironic_multi.reservation import housekeeper as housekeeper_mod
-from ironic_multi.reservation.providers.ironic import provider as ironic
-from ironic_multi.reservation import requirements as reqs
+from ironic_multi._reservation import housekeeper as housekeeper_mod
+from ironic_multi._reservation.providers.ironic import provider as ironic
+from ironic_multi._reservation import requirements as reqs
 from ironic_multi.testing import reservers
 
 TITLE = 'Housekeeping: one pass of the leader'

@@ -65,8 +65,8 @@ import common  # noqa: E402
 from oslo_config import cfg  # noqa: E402
 import requests  # noqa: E402
 
+from ironic_multi._reservation.requirements import Requirements  # noqa: E402
 from ironic_multi import exception  # noqa: E402
-from ironic_multi.reservation.requirements import Requirements  # noqa: E402
 from ironic_multi.testing.reservers import build_reserver  # noqa: E402
 
 # Every request this process sends, the package's included.
@@ -76,7 +76,7 @@ COUNTER = common.RequestCounter().install()
 class StageCounter(logging.Handler):
     """Where claims were won and lost: the claim strategy's log records.
 
-    ``ironic_multi.reservation.claims`` logs each claim won (INFO) and
+    ``ironic_multi._reservation.claims`` logs each claim won (INFO) and
     each batch of candidates lost to a race (DEBUG) with its stage (the
     ready pool, the shards of another host, all nodes).  Read from
     outside, nothing printed.
@@ -112,7 +112,7 @@ class StageCounter(logging.Handler):
 
 
 STAGES = StageCounter()
-_claims_log = logging.getLogger('ironic_multi.reservation.claims')
+_claims_log = logging.getLogger('ironic_multi._reservation.claims')
 _claims_log.addHandler(STAGES)
 _claims_log.setLevel(logging.DEBUG)
 _claims_log.propagate = False

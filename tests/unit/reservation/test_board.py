@@ -16,9 +16,9 @@
 
 import pytest
 
-from ironic_multi.reservation import board
-from ironic_multi.reservation import membership
-from ironic_multi.reservation import ring
+from ironic_multi._reservation import board
+from ironic_multi._reservation import membership
+from ironic_multi._reservation import ring
 from ironic_multi.testing import reservers
 from ironic_multi.testing import static_nodes
 

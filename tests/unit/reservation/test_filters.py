@@ -16,9 +16,9 @@ import logging
 
 import pytest
 
-from ironic_multi.reservation import filters
-from ironic_multi.reservation.providers.ironic import states
-from ironic_multi.reservation import requirements
+from ironic_multi._reservation import filters
+from ironic_multi._reservation.providers.ironic import states
+from ironic_multi._reservation import requirements
 
 ANY = requirements.Requirements()
 

@@ -20,9 +20,9 @@ from unittest import mock
 
 import pytest
 
-from ironic_multi.reservation import housekeeper as housekeeper_mod
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
+from ironic_multi._reservation import housekeeper as housekeeper_mod
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 from ironic_multi.testing import static_nodes

@@ -26,9 +26,9 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from ironic_multi.reservation import filters
-from ironic_multi.reservation.providers.ironic import states
-from ironic_multi.reservation import requirements
+from ironic_multi._reservation import filters
+from ironic_multi._reservation.providers.ironic import states
+from ironic_multi._reservation import requirements
 
 READY = filters.ReadyFilter(states.why_not_ready)
 

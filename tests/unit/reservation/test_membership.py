@@ -22,9 +22,9 @@ import time
 from oslo_config import fixture as config_fixture
 import pytest
 
+from ironic_multi._reservation import membership
 from ironic_multi import conf
 from ironic_multi import exception
-from ironic_multi.reservation import membership
 
 
 @pytest.fixture

@@ -19,14 +19,14 @@ import time
 
 import pytest
 
+from ironic_multi._reservation import health
+from ironic_multi._reservation import leader
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation import membership
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation import stats
+from ironic_multi._reservation import throttle
 from ironic_multi import exception
-from ironic_multi.reservation import health
-from ironic_multi.reservation import leader
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation import membership
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation import stats
-from ironic_multi.reservation import throttle
 
 JOIN = 30
 

@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 
+from ironic_multi._reservation import requirements
 from ironic_multi import exception
-from ironic_multi.reservation import requirements
 
 try:
     import os_resource_classes

@@ -24,11 +24,11 @@ from oslo_utils import uuidutils
 import pytest
 import yaml
 
+from ironic_multi._reservation import capacity as capacity_mod
+from ironic_multi._reservation import providers
+from ironic_multi._reservation import requirements as reqs
+from ironic_multi._reservation import reserver as reserver_mod
 from ironic_multi import exception
-from ironic_multi.reservation import capacity as capacity_mod
-from ironic_multi.reservation import providers
-from ironic_multi.reservation import requirements as reqs
-from ironic_multi.reservation import reserver as reserver_mod
 from ironic_multi.testing import reservers as test_reservers
 
 SHARDS = ('s0', 's1', 's2', 's3', 's4', 's5')

@@ -20,8 +20,8 @@ import sys
 import fixtures
 import pytest
 
-from ironic_multi.reservation import membership
-from ironic_multi.reservation import ring
+from ironic_multi._reservation import membership
+from ironic_multi._reservation import ring
 
 KEYS = ['shard-%04d' % i for i in range(1000)]
 
@@ -136,7 +136,7 @@ def test_refresh_follows_members_and_remembers_keys():
 
 def test_refresh_logs_ownership_changes_at_info():
     logger = fixtures.FakeLogger(level=logging.DEBUG,
-                                 name='ironic_multi.reservation.ring')
+                                 name='ironic_multi._reservation.ring')
     logger.setUp()
     try:
         members = FakeMembership('c1', ['c1', 'c2'])

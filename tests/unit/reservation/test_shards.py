@@ -16,7 +16,7 @@ import collections
 import random
 import uuid
 
-from ironic_multi.reservation import shards
+from ironic_multi._reservation import shards
 
 NODE = '1be26c0b-03f2-4d2e-ae87-c02d7f33c123'
 

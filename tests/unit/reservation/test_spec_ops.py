@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 
+from ironic_multi._reservation import _spec_ops
 from ironic_multi import exception
-from ironic_multi.reservation import _spec_ops
 
 try:
     from nova.scheduler.filters import extra_specs_ops as nova_ops

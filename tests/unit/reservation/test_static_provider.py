@@ -26,13 +26,13 @@ from oslo_utils import uuidutils
 import pytest
 import yaml
 
+from ironic_multi._reservation import capacity
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.static import provider as static
+from ironic_multi._reservation.providers.static import records
+from ironic_multi._reservation import shards
 from ironic_multi import exception
-from ironic_multi.reservation import capacity
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.static import provider as static
-from ironic_multi.reservation.providers.static import records
-from ironic_multi.reservation import shards
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 from ironic_multi.testing import static_nodes

@@ -16,7 +16,7 @@
 
 import threading
 
-from ironic_multi.reservation import worker as worker_mod
+from ironic_multi._reservation import worker as worker_mod
 
 
 def test_two_concurrent_stops_stop_it_once_without_error():

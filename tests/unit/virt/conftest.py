@@ -15,9 +15,9 @@
 from oslo_config import fixture as config_fixture
 import pytest
 
+from ironic_multi._virt import capacity
+from ironic_multi._virt import driver
 from ironic_multi.conf import CONF
-from ironic_multi.virt import capacity
-from ironic_multi.virt import driver
 from tests.unit.virt import fakes
 
 

@@ -26,9 +26,9 @@ from unittest import mock
 
 from nova import objects
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
 
 objects.register_all()
 

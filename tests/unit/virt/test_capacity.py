@@ -15,7 +15,7 @@
 
 import pytest
 
-from ironic_multi.virt import capacity
+from ironic_multi._virt import capacity
 from tests.unit.virt import fakes
 
 BM = 'CUSTOM_BAREMETAL'

@@ -14,8 +14,8 @@
 
 from unittest import mock
 
-from ironic_multi.reservation import housekeeper
-from ironic_multi.virt import consumers
+from ironic_multi._reservation import housekeeper
+from ironic_multi._virt import consumers
 from tests.unit.virt import fakes
 
 

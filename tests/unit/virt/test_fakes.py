@@ -18,8 +18,8 @@ import inspect
 
 import pytest
 
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation import reserver as reserver_mod
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation import reserver as reserver_mod
 from tests.unit.virt import fakes
 
 # Every Reserver method the driver calls.

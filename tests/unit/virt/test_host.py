@@ -15,8 +15,8 @@
 from unittest import mock
 import uuid
 
-from ironic_multi.virt import driver
-from ironic_multi.virt import host
+from ironic_multi._virt import driver
+from ironic_multi._virt import host
 from tests.unit.virt import fakes
 
 # What the resource tracker refuses to start without.

@@ -20,9 +20,9 @@ from unittest import mock
 import pytest
 
 from ironic_multi import _configdrive
+from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._virt import metadata
 from ironic_multi import exception
-from ironic_multi.reservation.providers.ironic import deploy
-from ironic_multi.virt import metadata
 from tests.unit.virt import fakes
 
 

@@ -22,11 +22,11 @@ from nova import exception as nova_exception
 from nova.objects import external_event
 import pytest
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._virt import capacity
+from ironic_multi._virt import driver
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.virt import capacity
-from ironic_multi.virt import driver
 from tests.unit.virt import fakes
 
 Action = base.PowerAction

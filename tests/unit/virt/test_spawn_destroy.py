@@ -23,9 +23,9 @@ from nova.compute import vm_states
 from nova import exception as nova_exception
 import pytest
 
+from ironic_multi._reservation.providers import base
+from ironic_multi._virt import metadata
 from ironic_multi import exception
-from ironic_multi.reservation.providers import base
-from ironic_multi.virt import metadata
 from tests.unit.virt import fakes
 
 NETWORK_INFO = [{'id': 'vif-1'}, {'id': 'vif-2'}]

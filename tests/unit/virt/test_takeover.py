@@ -33,13 +33,13 @@ from nova import objects
 from oslo_utils import timeutils
 import pytest
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation import membership as membership_mod
+from ironic_multi._reservation import ring as ring_mod
+from ironic_multi._virt import driver
+from ironic_multi._virt import host as host_mod
+from ironic_multi._virt import takeover
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation import membership as membership_mod
-from ironic_multi.reservation import ring as ring_mod
-from ironic_multi.virt import driver
-from ironic_multi.virt import host as host_mod
-from ironic_multi.virt import takeover
 from tests.unit.virt import fakes
 
 LOST = 'compute-lost'

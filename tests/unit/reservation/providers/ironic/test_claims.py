@@ -25,12 +25,12 @@ from unittest import mock
 from oslo_config import fixture as config_fixture
 import pytest
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers.ironic import client
+from ironic_multi._reservation.providers.ironic import provider
+from ironic_multi._reservation import requirements as reqs
 from ironic_multi.conf import CONF
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers.ironic import client
-from ironic_multi.reservation.providers.ironic import provider
-from ironic_multi.reservation import requirements as reqs
 
 NODES = [{'uuid': 'n%d' % i, 'resource_class': 'gold', 'shard': 's1',
           'provision_state': 'available', 'instance_uuid': None}

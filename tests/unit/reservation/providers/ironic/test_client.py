@@ -22,9 +22,9 @@ from keystoneauth1 import session as ks_session
 from oslo_config import fixture as config_fixture
 import pytest
 
+from ironic_multi._reservation.providers.ironic import client
 from ironic_multi.conf import CONF
 from ironic_multi import exception
-from ironic_multi.reservation.providers.ironic import client
 
 
 def _root(version):

@@ -23,12 +23,12 @@ from unittest import mock
 
 import pytest
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import client
+from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._reservation.providers.ironic import provider as provider_mod
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.ironic import client
-from ironic_multi.reservation.providers.ironic import deploy
-from ironic_multi.reservation.providers.ironic import provider as provider_mod
 from ironic_multi.testing import reservers
 
 HOST = 'compute-1'

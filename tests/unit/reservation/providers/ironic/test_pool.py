@@ -16,8 +16,8 @@ import datetime
 
 import pytest
 
-from ironic_multi.reservation.providers.ironic import pool as ready_pool
-from ironic_multi.reservation.providers.ironic import states
+from ironic_multi._reservation.providers.ironic import pool as ready_pool
+from ironic_multi._reservation.providers.ironic import states
 
 T0 = datetime.datetime(2026, 11, 21, 12, 0, 0)
 

@@ -22,11 +22,11 @@ from unittest import mock
 
 import pytest
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import client
+from ironic_multi._reservation.providers.ironic import provider as provider_mod
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.ironic import client
-from ironic_multi.reservation.providers.ironic import provider as provider_mod
 from ironic_multi.testing import reservers
 
 NODE = '1be26c0b-03f2-4d2e-ae87-c02d7f33c123'

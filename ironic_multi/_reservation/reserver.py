@@ -32,21 +32,21 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation import board
+from ironic_multi._reservation import capacity as capacity_mod
+from ironic_multi._reservation import claims
+from ironic_multi._reservation import health as health_mod
+from ironic_multi._reservation import housekeeper as housekeeper_mod
+from ironic_multi._reservation import leader
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation import membership as membership_mod
+from ironic_multi._reservation import providers
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation import ring as ring_mod
+from ironic_multi._reservation import stats as stats_mod
+from ironic_multi._reservation import throttle as throttle_mod
+from ironic_multi._reservation import worker as worker_mod
 from ironic_multi import exception
-from ironic_multi.reservation import board
-from ironic_multi.reservation import capacity as capacity_mod
-from ironic_multi.reservation import claims
-from ironic_multi.reservation import health as health_mod
-from ironic_multi.reservation import housekeeper as housekeeper_mod
-from ironic_multi.reservation import leader
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation import membership as membership_mod
-from ironic_multi.reservation import providers
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation import ring as ring_mod
-from ironic_multi.reservation import stats as stats_mod
-from ironic_multi.reservation import throttle as throttle_mod
-from ironic_multi.reservation import worker as worker_mod
 
 LOG = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ import contextlib
 
 from nova import exception as nova_exception
 
+from ironic_multi._reservation.providers import base
 from ironic_multi import exception
-from ironic_multi.reservation.providers import base
 
 _POWER_FAILURES = {
     base.PowerAction.ON: nova_exception.InstancePowerOnFailure,

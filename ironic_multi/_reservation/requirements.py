@@ -43,8 +43,8 @@ ignoring a group would ignore its traits.
 import dataclasses
 import re
 
+from ironic_multi._reservation import _spec_ops
 from ironic_multi import exception
-from ironic_multi.reservation import _spec_ops
 
 CUSTOM = 'CUSTOM_'
 REQUIRED = 'required'

@@ -40,18 +40,18 @@ from nova.virt import driver as virt_driver
 from nova.virt import hardware
 from oslo_log import log as logging
 
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation import reserver as reserver_mod
+from ironic_multi._virt import capacity
+from ironic_multi._virt import consumers
+from ironic_multi._virt import errors
+from ironic_multi._virt import host as host_mod
+from ironic_multi._virt import instances
+from ironic_multi._virt import metadata
+from ironic_multi._virt import takeover
+from ironic_multi._virt import unsupported
 from ironic_multi import conf
 from ironic_multi import exception
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation import reserver as reserver_mod
-from ironic_multi.virt import capacity
-from ironic_multi.virt import consumers
-from ironic_multi.virt import errors
-from ironic_multi.virt import host as host_mod
-from ironic_multi.virt import instances
-from ironic_multi.virt import metadata
-from ironic_multi.virt import takeover
-from ironic_multi.virt import unsupported
 
 LOG = logging.getLogger(__name__)
 CONF = conf.CONF

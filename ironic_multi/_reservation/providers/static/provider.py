@@ -34,13 +34,13 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation import filters
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.static import hooks
+from ironic_multi._reservation.providers.static import inventory
+from ironic_multi._reservation.providers.static import records as records_mod
 from ironic_multi import exception
-from ironic_multi.reservation import filters
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.static import hooks
-from ironic_multi.reservation.providers.static import inventory
-from ironic_multi.reservation.providers.static import records as records_mod
 
 LOG = logging.getLogger(__name__)
 

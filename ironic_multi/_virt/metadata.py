@@ -21,8 +21,8 @@ from nova.virt import configdrive
 from oslo_serialization import jsonutils
 
 from ironic_multi import _configdrive as configdrive_image
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation import requirements
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation import requirements
 
 NOVA_CONF = nova.conf.CONF
 

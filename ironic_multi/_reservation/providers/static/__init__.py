@@ -18,6 +18,6 @@
 ``hooks`` (operator commands); :class:`StaticProvider` puts them together.
 """
 
-from ironic_multi.reservation.providers.static.provider import StaticProvider
+from ironic_multi._reservation.providers.static.provider import StaticProvider
 
 __all__ = ['StaticProvider']

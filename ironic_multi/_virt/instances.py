@@ -31,8 +31,8 @@ from nova import exception as nova_exception
 from nova.objects import external_event
 from oslo_log import log as logging
 
+from ironic_multi._reservation import lifecycle
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
 
 LOG = logging.getLogger(__name__)
 

@@ -24,18 +24,18 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation import filters
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import claims
+from ironic_multi._reservation.providers.ironic import client
+from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._reservation.providers.ironic import pool as ready_pool
+from ironic_multi._reservation.providers.ironic import power
+from ironic_multi._reservation.providers.ironic import states
+from ironic_multi._reservation.providers.ironic import versions
+from ironic_multi._reservation import shards
 from ironic_multi import exception
-from ironic_multi.reservation import filters
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
-from ironic_multi.reservation.providers.ironic import claims
-from ironic_multi.reservation.providers.ironic import client
-from ironic_multi.reservation.providers.ironic import deploy
-from ironic_multi.reservation.providers.ironic import pool as ready_pool
-from ironic_multi.reservation.providers.ironic import power
-from ironic_multi.reservation.providers.ironic import states
-from ironic_multi.reservation.providers.ironic import versions
-from ironic_multi.reservation import shards
 
 LOG = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation.providers.ironic import states
+from ironic_multi._reservation.providers.ironic import waiters
 from ironic_multi import exception
-from ironic_multi.reservation.providers.ironic import states
-from ironic_multi.reservation.providers.ironic import waiters
 
 LOG = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
+from ironic_multi._reservation.providers.ironic import versions
 from ironic_multi import exception
-from ironic_multi.reservation.providers.ironic import versions
 
 LOG = logging.getLogger(__name__)
 

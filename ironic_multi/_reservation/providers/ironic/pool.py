@@ -30,7 +30,7 @@ import time
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from ironic_multi.reservation.providers.ironic import states
+from ironic_multi._reservation.providers.ironic import states
 
 LOG = logging.getLogger(__name__)
 

@@ -20,6 +20,6 @@ vocabulary), ``pool`` (the ready pool), ``claims`` (the atomic claim),
 together.
 """
 
-from ironic_multi.reservation.providers.ironic.provider import IronicProvider
+from ironic_multi._reservation.providers.ironic.provider import IronicProvider
 
 __all__ = ['IronicProvider']

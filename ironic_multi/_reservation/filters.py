@@ -23,7 +23,7 @@ import collections
 
 from oslo_log import log as logging
 
-from ironic_multi.reservation import requirements as reqs
+from ironic_multi._reservation import requirements as reqs
 
 LOG = logging.getLogger(__name__)
 

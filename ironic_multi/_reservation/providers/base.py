@@ -18,8 +18,8 @@ A node provider owns its nodes: it is the source of truth of their state
 and of the reservations on them, makes the one atomic write that makes a
 claim safe, and does everything done to a reserved node afterwards
 (deploy, power, VIFs, tear down).  It knows nothing of Nova and nothing of
-hash rings: the :class:`~ironic_multi.reservation.reserver.Reserver`
-decides which shards to look in, in which order, and when.
+hash rings: the :class:`~ironic_multi.Reserver` decides which shards to
+look in, in which order, and when.
 
 Nodes travel as plain dicts with the keys of an Ironic node (``uuid``,
 ``name``, ``resource_class``, ``properties``, ``traits``, ``owner``,
@@ -37,9 +37,9 @@ import contextlib
 import dataclasses
 import enum
 
+from ironic_multi._reservation import filters
+from ironic_multi._reservation import shards
 from ironic_multi import exception
-from ironic_multi.reservation import filters
-from ironic_multi.reservation import shards
 
 
 class Feature(str, enum.Enum):

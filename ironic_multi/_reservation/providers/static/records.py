@@ -39,8 +39,8 @@ import time
 
 from oslo_concurrency import lockutils
 
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers.static import inventory
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers.static import inventory
 
 FORMAT_VERSION = 1
 STATE_SUFFIX = '.reservations.json'

@@ -22,7 +22,7 @@ had, is gone.
 from nova import context as nova_context
 from nova import objects
 
-from ironic_multi.reservation import housekeeper
+from ironic_multi._reservation import housekeeper
 
 # UUIDs per database query.
 _CHUNK = 500

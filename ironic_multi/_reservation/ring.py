@@ -26,7 +26,7 @@ claim in Ironic is what makes a reservation safe.
 from oslo_log import log as logging
 from tooz import hashring
 
-from ironic_multi.reservation import membership as membership_mod
+from ironic_multi._reservation import membership as membership_mod
 
 LOG = logging.getLogger(__name__)
 

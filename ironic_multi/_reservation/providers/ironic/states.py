@@ -20,7 +20,7 @@ as capacity, what a reservation's lifecycle state is, and when a deploy,
 tear down or power change is over.
 """
 
-from ironic_multi.reservation import lifecycle
+from ironic_multi._reservation import lifecycle
 
 # Provision states.
 AVAILABLE = 'available'

@@ -32,8 +32,8 @@ import uuid
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation import membership as membership_mod
 from ironic_multi import exception
-from ironic_multi.reservation import membership as membership_mod
 
 LOG = logging.getLogger(__name__)
 

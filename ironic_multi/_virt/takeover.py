@@ -88,8 +88,8 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 import tooz
 
+from ironic_multi._virt import host as host_mod
 from ironic_multi import exception
-from ironic_multi.virt import host as host_mod
 
 LOG = logging.getLogger(__name__)
 CONF = nova_conf.CONF

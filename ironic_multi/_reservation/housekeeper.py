@@ -44,9 +44,9 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
 from ironic_multi import exception
-from ironic_multi.reservation import lifecycle
-from ironic_multi.reservation.providers import base
 
 LOG = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from nova import objects
 import os_traits
 from oslo_log import log as logging
 
-from ironic_multi.reservation import requirements
+from ironic_multi._reservation import requirements
 
 LOG = logging.getLogger(__name__)
 
