@@ -173,9 +173,9 @@ class RequestCounter(object):
     python-ironicclient, sends through it), so the package needs no hook.
     Counted: requests by ``METHOD kind status``; node records served by
     node listings (what Ironic's database and the network pay for, whole
-    pages); conflicts, that is atomic writes that lost a race: a 409 to a
-    ``PATCH`` of a node or to ``POST /v1/allocations``, and allocations
-    seen in state ``error``.
+    pages) and by reads of one node; conflicts, that is atomic writes
+    that lost a race: a 409 to a ``PATCH`` of a node or to ``POST
+    /v1/allocations``, and allocations seen in state ``error``.
     """
 
     def __init__(self):
@@ -232,6 +232,8 @@ class RequestCounter(object):
             # Each node record has one "uuid" key; instance_uuid and
             # allocation_uuid do not match with the quote in front.
             records = response.content.count(b'"uuid":')
+        elif kind == 'node' and method == 'GET' and status == 200:
+            records = 1
         elif (kind == 'allocation' and method in ('GET', 'POST')
                 and status in (200, 201)):
             body = response.json()
@@ -241,7 +243,7 @@ class RequestCounter(object):
             self.requests['%s %s %d' % (method, kind, status)] += 1
             if kind == 'node-list' and status == 200:
                 self.listings += 1
-                self.records += records
+            self.records += records
             if status == 409 and (
                     (method == 'PATCH' and kind == 'node')
                     or (method == 'POST' and kind == 'allocation')):

@@ -23,6 +23,7 @@ a fixed pace, within the deadline), never retries a 409, and maps errors to
 """
 
 import contextlib
+import itertools
 import threading
 import time
 import urllib.parse
@@ -223,26 +224,42 @@ class IronicAPI(object):
             a reader that usually stops on the first page keeps it small,
             one that must go on needs few requests.
         """
-        path = '/v1/nodes/detail' if detail else '/v1/nodes'
-        return self._iter(path, 'nodes', fields, page_size, filters,
-                          grow_to=grow_to)
+        return itertools.chain.from_iterable(self.iter_node_pages(
+            fields=fields, detail=detail, page_size=page_size,
+            grow_to=grow_to, **filters))
 
-    def _iter(self, path, key, fields, page_size, filters, grow_to=None):
+    def iter_node_pages(self, fields=None, detail=False, page_size=PAGE_SIZE,
+                        grow_to=None, marker=None, **filters):
+        """The pages of a node listing, lazily, each a list of nodes.
+
+        :param marker: the UUID of the node to list after.  Every page
+            after the first is listed after the last node of the one
+            before.
+        """
+        path = '/v1/nodes/detail' if detail else '/v1/nodes'
+        return self._pages(path, 'nodes', fields, page_size, filters,
+                           grow_to=grow_to, marker=marker)
+
+    def _iter(self, path, key, fields, page_size, filters):
         """Every item of a listing, page by page, lazily."""
+        return itertools.chain.from_iterable(
+            self._pages(path, key, fields, page_size, filters))
+
+    def _pages(self, path, key, fields, page_size, filters, grow_to=None,
+               marker=None):
         query = {name: _query_value(value) for name, value in filters.items()
                  if value is not None}
         if fields:
             # The marker is a UUID: without it in the page we cannot page.
             query['fields'] = ','.join(sorted(set(fields) | {'uuid'}))
         query['limit'] = page_size
-        marker = None
         while True:
             if marker:
                 query['marker'] = marker
             answer = self._request('GET', '%s?%s' % (
                 path, urllib.parse.urlencode(query)))
             page = answer[key]
-            yield from page
+            yield page
             # Ironic may give fewer than asked ([api]max_limit): only the
             # absence of its ``next`` link says that there is no more.
             if not page or not answer.get('next'):

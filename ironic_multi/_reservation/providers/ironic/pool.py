@@ -18,11 +18,22 @@ It holds every node of the owned shards (not only the free ones), so that
 it answers both "which nodes can a claim take without listing Ironic" and
 "how much capacity do my shards have".  A full read replaces it; between
 full reads an incremental read fetches only the nodes changed since the
-newest change seen, newest first (Ironic bumps ``updated_at`` on every
-change a claim or a deploy makes).  Deleted nodes never show up in an
-incremental read, hence the periodic full read.
+last one (Ironic bumps ``updated_at`` on every change a claim or a deploy
+makes).  Deleted nodes never show up in an incremental read, hence the
+periodic full read.
+
+An incremental read lists nodes by ``updated_at``, oldest first, after a
+*mark*: a node whose ``updated_at`` was seen.  Not newest first from the
+top: nodes never updated (a null ``updated_at``, as after a database
+import) sort first there on PostgreSQL, every pass would read them all,
+and Ironic pages past a null marker on ``id`` alone, skipping changes.
+After a mark, a listing holds no null.  Ironic compares with the mark's
+``updated_at`` as it is when asked, so a mark that changed since hides
+the changes in between: each mark used is read back after the listing,
+and one that moved makes the pool try an older mark, then read fully.
 """
 
+import collections
 import datetime
 import threading
 import time
@@ -34,32 +45,53 @@ from ironic_multi._reservation.providers.ironic import states
 
 LOG = logging.getLogger(__name__)
 
-# MariaDB keeps whole seconds: look a little further back than the newest
-# change seen so that a change in the same second is not missed.
+# MariaDB keeps whole seconds: marks are a little older than the newest
+# change seen, so that a change in the same second is not missed.
 _OVERLAP = datetime.timedelta(seconds=2)
+# Marks kept, newest first: the older ones serve when a newer one moved.
+_MARKS = 3
+
+#: A node and its ``updated_at`` (Ironic's text) as last seen.
+Mark = collections.namedtuple('Mark', ['uuid', 'updated_at'])
+
+
+class MarkMoved(Exception):
+    """A mark changed or vanished: a listing after it may have gaps.
+
+    :param read: the node records read before that was known.
+    """
+
+    def __init__(self, mark, read):
+        super().__init__(mark.uuid)
+        self.mark, self.read = mark, read
 
 
 class ReadyPool(object):
     """Nodes of the owned shards, refreshed from Ironic."""
 
-    def __init__(self, read_full, read_changed, shard_of,
+    def __init__(self, read_full, read_changed, read_recent, shard_of,
                  full_interval):
         """Build an empty pool; :meth:`refresh` fills it.
 
         :param read_full: ``f(shards) -> [node]``: every node of shards.
-        :param read_changed: ``f(shards) -> iterator of nodes``, newest
-            change first, each with ``updated_at``; consumed lazily.
+        :param read_changed: ``f(mark) -> ([node], records read)``: every
+            node changed after the :class:`Mark`, oldest first, each with
+            ``updated_at``; raises :class:`MarkMoved`.
+        :param read_recent: ``f() -> [node]``: some nodes with their
+            ``updated_at``, among them recent changes, for a first mark.
         :param shard_of: ``f(node) -> shard key``.
         :param full_interval: seconds between full reads.
         """
         self._read_full = read_full
         self._read_changed = read_changed
+        self._read_recent = read_recent
         self._shard_of = shard_of
         self._full_interval = full_interval
         self._lock = threading.Lock()
         self._nodes = {}
         self._shards = frozenset()
         self._newest_change = None
+        self._marks = []
         self._last_full = None
 
     def refresh(self, shards):
@@ -90,20 +122,17 @@ class ReadyPool(object):
                 self._nodes, self._shards = {}, shards
                 self._last_full = time.monotonic()
             return 0
-        # Ironic cannot return updated_at with ``fields``: learn the newest
-        # change first (one record), so every later change is newer.
-        read, newest = 0, None
-        for node in self._read_changed(shards):
-            read += 1
-            newest = _parse_time(node.get('updated_at'))
-            if newest is not None:
-                break
+        read = 0
+        if not self._marks:
+            # Marked before the full read: changes during it come next.
+            recent = self._read_recent()
+            read += len(recent)
+            self._remember(recent)
         nodes = self._read_full(shards)
         with self._lock:
             self._nodes = {n['uuid']: n for n in nodes}
             self._shards = shards
             self._last_full = time.monotonic()
-            self._newest_change = newest
         LOG.debug('Ready pool: full read of %(count)d node(s) in '
                   '%(shards)d shard(s)',
                   {'count': len(nodes), 'shards': len(shards)})
@@ -116,34 +145,60 @@ class ReadyPool(object):
         return len(nodes)
 
     def _refresh_changed(self, shards):
-        since = self._newest_change
-        if since is None:
-            # No change ever seen (no node was ever updated): read fully.
-            return self._refresh_full(shards)
-        horizon = since - _OVERLAP
-        read, newest = 0, since
-        for node in self._read_changed(shards):
-            read += 1
-            changed = _parse_time(node.get('updated_at'))
-            if changed is None:
-                # Never updated since creation: nothing new to learn.
+        read = 0
+        for mark in list(self._marks):
+            try:
+                changed, records = self._read_changed(mark)
+            except MarkMoved as e:
+                read += e.read
+                LOG.debug('Ready pool: node %s, a mark of the incremental '
+                          'read, changed; trying an older one', mark.uuid)
+                self._marks.remove(mark)
                 continue
-            if changed < horizon:
-                break
-            newest = max(newest, changed)
-            if self._shard_of(node) in shards:
-                with self._lock:
-                    self._nodes[node['uuid']] = node
-        self._newest_change = newest
-        return read
+            with self._lock:
+                self._nodes.update((n['uuid'], n) for n in changed
+                                   if self._shard_of(n) in shards)
+            self._remember(changed)
+            return read + records
+        # No mark (nothing ever changed, or every mark moved): a full read
+        # is the only one that misses nothing.
+        return read + self._refresh_full(shards)
+
+    def _remember(self, nodes):
+        """Learn the newest change and the marks from ``nodes``."""
+        dated = [(changed, Mark(n['uuid'], n['updated_at']))
+                 for n in nodes
+                 for changed in [_parse_time(n.get('updated_at'))]
+                 if changed is not None]
+        if not dated:
+            return
+        newest = max(changed for changed, _mark in dated)
+        if self._newest_change is None or newest > self._newest_change:
+            self._newest_change = newest
+        horizon = self._newest_change - _OVERLAP
+        candidates = [(changed, mark) for changed, mark in dated
+                      if changed <= horizon]
+        if not candidates:
+            if self._marks:
+                return
+            # Only changes of the last seconds: the oldest is the best
+            # mark there is.
+            candidates = [min(dated)]
+        # One new mark a pass: older marks, of other passes, are less
+        # likely to have moved when a newer one has.
+        _changed, mark = max(candidates)
+        self._marks = [mark] + [m for m in self._marks
+                                if m.uuid != mark.uuid][:_MARKS - 1]
 
     def flush(self):
-        """Forget everything; the next refresh is a full read."""
+        """Forget every node; the next refresh is a full read.
+
+        The marks stay: they are places in Ironic's changes, not state.
+        """
         with self._lock:
             self._nodes = {}
             self._shards = frozenset()
             self._last_full = None
-            self._newest_change = None
 
     def nodes(self, shards=None):
         with self._lock:

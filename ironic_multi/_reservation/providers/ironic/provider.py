@@ -81,6 +81,7 @@ class IronicProvider(base.NodeProvider):
         self._opts = conf.ironic_multi
         self.pool = ready_pool.ReadyPool(
             read_full=self._read_nodes, read_changed=self._read_changed,
+            read_recent=self._read_recent,
             shard_of=self.shard_of,
             full_interval=self._opts.pool_full_refresh_interval)
         self._ready = (filters.ReadyFilter(self._why_not_ready),)
@@ -159,15 +160,48 @@ class IronicProvider(base.NodeProvider):
                 if self.shard_of(n) in fallback]
         return nodes
 
-    def _read_changed(self, shards):
-        # One query newest-first over all nodes: shard filtering happens in
-        # the pool, and most refreshes stop on the first page.  Pages grow
-        # for the others: on PostgreSQL, nodes never updated (null
-        # updated_at) come first, and each page costs Ironic a sort.
-        return self.api.iter_nodes(
+    def _read_changed(self, mark):
+        # One listing over all nodes: shard filtering happens in the pool.
+        # Pages grow: a quiet cloud's changes fit in the first.
+        pages = self.api.iter_node_pages(
             detail=True, page_size=25, grow_to=client.PAGE_SIZE,
-            sort_key='updated_at', sort_dir='desc',
+            sort_key='updated_at', sort_dir='asc', marker=mark.uuid,
             conductor_group=self._opts.conductor_group)
+        used, nodes = [mark], []
+        try:
+            for page in pages:
+                if nodes:
+                    # Ironic listed this page after the last node read.
+                    used.append(ready_pool.Mark(nodes[-1]['uuid'],
+                                                nodes[-1]['updated_at']))
+                nodes.extend(page)
+        except exception.IronicAPIError as e:
+            if e.status_code not in (400, 404):
+                raise
+            # The mark's node is gone.
+            raise ready_pool.MarkMoved(mark, read=len(nodes))
+        # Ironic compared with each mark as it was when asked: read them
+        # back, a moved one may have hidden changes.
+        for read, used_mark in enumerate(used, start=len(nodes) + 1):
+            try:
+                now = self.api.get_node(used_mark.uuid)['updated_at']
+            except exception.NodeNotFound:
+                now = None
+            if now != used_mark.updated_at:
+                raise ready_pool.MarkMoved(used_mark, read=read)
+        return nodes, len(nodes) + len(used)
+
+    def _read_recent(self):
+        # The newest changes (on PostgreSQL, nodes never updated may come
+        # first instead) and the oldest one (PostgreSQL puts those last):
+        # a first page each, which never pages past a null.
+        recent = []
+        for direction, limit in (('desc', 25), ('asc', 1)):
+            recent += next(self.api.iter_node_pages(
+                detail=True, page_size=limit, sort_key='updated_at',
+                sort_dir=direction,
+                conductor_group=self._opts.conductor_group))
+        return recent
 
     def shard_keys(self):
         # Every shard key means listing every unsharded node: read them with

@@ -32,24 +32,38 @@ def _node(uuid, shard='s1', changed=None, **fields):
 
 
 class FakeIronic:
-    """Nodes with change times; counts what each read returns."""
+    """Nodes with change times; counts what each read returns.
+
+    ``read_changed`` lists as Ironic does after a marker, by
+    ``(updated_at, uuid)`` and without nulls, and reads the mark back as
+    the provider does.
+    """
 
     def __init__(self, nodes):
         self.nodes = {n['uuid']: n for n in nodes}
         self.full_reads = []
-        self.changed_reads = 0
+        self.changed_reads = []
 
     def read_full(self, shards):
         found = [dict(n) for n in self.nodes.values() if n['shard'] in shards]
         self.full_reads.append(len(found))
         return found
 
-    def read_changed(self, shards):
-        ordered = sorted(self.nodes.values(),
-                         key=lambda n: n['updated_at'] or '', reverse=True)
-        for node in ordered:
-            self.changed_reads += 1
-            yield dict(node)
+    def _dated(self):
+        return sorted((n for n in self.nodes.values() if n['updated_at']),
+                      key=lambda n: (n['updated_at'], n['uuid']))
+
+    def read_changed(self, mark):
+        self.changed_reads.append(mark.uuid)
+        now = self.nodes.get(mark.uuid, {}).get('updated_at')
+        if now != mark.updated_at:
+            raise ready_pool.MarkMoved(mark, read=1)
+        found = [dict(n) for n in self._dated()
+                 if (n['updated_at'], n['uuid']) > (now, mark.uuid)]
+        return found, len(found) + 1
+
+    def read_recent(self):
+        return [dict(n) for n in self._dated()[-3:]]
 
     def change(self, uuid, when, **fields):
         self.nodes[uuid] = dict(self.nodes[uuid], updated_at=when.isoformat(),
@@ -65,8 +79,13 @@ def ironic():
 
 def make_pool(ironic, full_interval=3600):
     return ready_pool.ReadyPool(ironic.read_full, ironic.read_changed,
+                                ironic.read_recent,
                                 shard_of=lambda n: n['shard'],
                                 full_interval=full_interval)
+
+
+def _later(minutes):
+    return T0 + datetime.timedelta(minutes=minutes)
 
 
 class TestReadiness:
@@ -96,21 +115,67 @@ class TestRefresh:
         read = pool.refresh({'s0'})
         assert sorted(n['uuid'] for n in pool.ready()) == [
             'n0', 'n2', 'n4', 'n6', 'n8']
-        # One record to learn the newest change, then the shard.
-        assert read == 1 + 5
+        # Three records for a first mark, then the shard.
+        assert read == 3 + 5
 
     def test_incremental_refresh_reads_only_changes(self, ironic):
         pool = make_pool(ironic)
         pool.refresh({'s0'})
-        ironic.change('n4', T0 + datetime.timedelta(minutes=5),
-                      instance_uuid='i1')
-        before = ironic.changed_reads
+        ironic.change('n4', _later(5), instance_uuid='i1')
         read = pool.refresh({'s0'})
         assert 'n4' not in {n['uuid'] for n in pool.ready()}
         assert len(ironic.full_reads) == 1
-        # n4 (changed), n9 (the newest change seen before), n8 and n7
-        # (within the 2 s overlap), then n6, older, ends the read.
-        assert read == ironic.changed_reads - before == 5
+        # After n7, the mark (2 s before the newest change, n9): n8, n9
+        # and n4 (changed), and n7 read back.
+        assert read == 4
+
+    def test_the_mark_follows_the_changes(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        for minute in (5, 6):
+            ironic.change('n%d' % minute, _later(minute))
+        pool.refresh({'s0'})
+        # n5 is now 2 s or more older than the newest change, n6.
+        assert pool.refresh({'s0'}) == 2
+        assert ironic.changed_reads[-1] == 'n5'
+
+    def test_nodes_never_updated_are_never_read_again(self, ironic):
+        for i in range(10, 100):
+            ironic.nodes['n%d' % i] = _node('n%d' % i, shard='s0')
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        ironic.change('n99', _later(5), instance_uuid='i1')
+        # n8, n9 and n99 after the mark n7, and n7 read back.
+        assert pool.refresh({'s0'}) == 4
+        assert 'n99' not in {n['uuid'] for n in pool.ready()}
+
+    def test_a_moved_mark_gives_way_to_an_older_one(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        ironic.change('n2', _later(5))
+        pool.refresh({'s0'})
+        # The marks are now n9 (this pass's), then n7; n9 changes.
+        ironic.change('n9', _later(6))
+        ironic.change('n4', _later(7), instance_uuid='i1')
+        pool.refresh({'s0'})
+        assert ironic.changed_reads[-2:] == ['n9', 'n7']
+        assert 'n4' not in {n['uuid'] for n in pool.ready()}
+        assert len(ironic.full_reads) == 1
+
+    def test_when_every_mark_moved_the_read_is_full(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        for i in range(10):
+            ironic.change('n%d' % i, _later(5 + i))
+        pool.refresh({'s0'})
+        assert len(ironic.full_reads) == 2
+
+    def test_without_any_change_every_read_is_full(self):
+        ironic = FakeIronic([_node('n%d' % i) for i in range(3)])
+        pool = make_pool(ironic)
+        pool.refresh({'s1'})
+        pool.refresh({'s1'})
+        assert len(ironic.full_reads) == 2
 
     def test_changes_of_other_shards_are_ignored(self, ironic):
         pool = make_pool(ironic)
