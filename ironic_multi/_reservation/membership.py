@@ -222,7 +222,8 @@ class Membership:
                     action, self._call_timeout)) from e.__cause__
         except errors as e:
             raise exception.CoordinationUnavailable(
-                url=redact(self.url), reason='%s: %s' % (action, e)) from e
+                url=redact(self.url), reason='%s: %s' % (
+                    action, str(e) or type(e).__name__)) from e
 
     def _wait(self, result):
         """The value of a tooz async ``result``, waited for with a bound."""

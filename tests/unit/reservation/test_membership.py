@@ -178,6 +178,21 @@ def test_a_stalled_backend_call_ends_within_the_timeout(tmp_path):
         member.stop()
 
 
+def test_an_error_without_text_is_named(tmp_path):
+    # etcd3gw's connection errors carry no text: the class says something.
+    member = membership.Membership('file://%s' % tmp_path, 'g', 5)
+
+    class ConnectionFailedError(Exception):
+        pass
+
+    with pytest.raises(exception.CoordinationUnavailable) as raised:
+        with member._translated('listing members of g',
+                                errors=(ConnectionFailedError,)):
+            raise ConnectionFailedError()
+    assert str(raised.value).endswith(
+        'listing members of g: ConnectionFailedError')
+
+
 def test_unknown_backend_is_a_configuration_error():
     with pytest.raises(exception.ConfigInvalid):
         membership.Membership('nosuch://h', 'g', 5).start()
