@@ -27,6 +27,7 @@ do not race the test.
 """
 
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -35,6 +36,8 @@ import time
 import fixtures
 from nova.compute import power_state
 from nova import context
+from nova import objects
+from oslo_utils import timeutils
 
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import deploy
@@ -181,6 +184,52 @@ class AutomaticTakeoverTest(_TakeoverCase):
 
         self.assert_deleted(servers + [mine])
         self.assertEqual(0, self.provider_usage(adopter))
+
+
+class GraceTakeoverTest(_TakeoverCase):
+    """``takeover_down_after``: down by heartbeat long enough, adopted.
+
+    Nothing forces the victim down: its service stops, and its last
+    heartbeat is set back in Nova's database, as time passing would; Nova's
+    own servicegroup then reports it down.
+    """
+
+    NODES = 2
+    GRACE = 30
+    FLAGS = {'ironic_multi': dict(_TakeoverCase.TIMERS,
+                                  takeover_down_after=GRACE)}
+
+    def _last_heartbeat(self, host, seconds_ago):
+        service = objects.Service.get_by_compute_host(
+            context.get_admin_context(), host)
+        service.last_seen_up = timeutils.utcnow(with_timezone=True) - (
+            datetime.timedelta(seconds=seconds_ago))
+        service.save()
+
+    def _run(self, hosts):
+        return {host: self._driver(host).takeover.run() for host in hosts}
+
+    def test_down_longer_than_the_grace_is_taken_over(self):
+        victim = 'compute1'
+        adopter = self._adopter(victim)
+        survivors = sorted(set(self.computes) - {victim})
+        servers = [self.boot(host=victim)]
+        self.computes[victim].stop()
+        down_time = CONF.service_down_time
+
+        # Down by heartbeat, but not for the grace yet: nothing moves.
+        self._last_heartbeat(victim, down_time + self.GRACE - 10)
+        self.assertEqual({h: [] for h in survivors}, self._run(survivors))
+        self.assertEqual(victim, self._show_server(servers[0])[
+            'OS-EXT-SRV-ATTR:host'])
+
+        self._last_heartbeat(victim, down_time + self.GRACE + 10)
+        reports = self._run(survivors)
+        self.assertEqual({adopter}, {h for h, r in reports.items() if r})
+        (report,) = reports[adopter]
+        self.assertEqual([servers[0]['id']], report['adopted'])
+        self.assert_adopted(servers, adopter, victim)
+        self.assert_deleted(servers)
 
 
 class ManualTakeoverTest(_TakeoverCase):
