@@ -282,8 +282,7 @@ class Takeover(object):
 
         :raises TakeoverRefused: the host to adopt from is this one, is
             not a compute service of this driver, or Nova reports it up
-            and not forced down (unless the request says ``force``); or
-            Nova reports this host down.
+            and not forced down; or Nova reports this host down.
         """
         args = request.get('args') or {}
         source = args.get('from')
@@ -315,7 +314,10 @@ class Takeover(object):
         if not self.drivers_host(context, source):
             raise self._refused(source, 'its compute node is not one of '
                                         'this driver\'s')
-        if source not in survey.down and not args.get('force'):
+        # No override: a service Nova reports up may be running, and two
+        # services must never manage one instance.  Forcing it down in
+        # Nova is the operator's statement that it is not.
+        if source not in survey.down:
             raise self._refused(
                 source, 'Nova reports it up and not forced down; stop it '
                         'and force it down first (openstack compute '
