@@ -25,8 +25,9 @@ fleets, one after the other, same N:
     every other copy has a null ``updated_at``, as the bulk-copy helper
     leaves it (never updated since creation, as after a database import):
     N/2 such nodes, 5,000 of 10,000 as in the measurement the issue
-    quotes (half, not all: every read of them is a paged detail listing,
-    and the bench has a time budget).
+    quotes (half, not all: where no node was ever updated there is no
+    mark to list changes after, and every refresh reads in full until
+    the first change).
 
 Round by round, in a rotating order, on a quiet cloud:
 
