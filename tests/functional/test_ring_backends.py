@@ -161,13 +161,14 @@ def _pause(member, url):
     nature, documented, and not what this test is about.
     """
     parts = urllib.parse.urlsplit(url)
+    if parts.scheme != 'file':
+        return member.signal(signal.SIGSTOP)
     driver_lock = fasteners.InterProcessLock(
         os.path.join(parts.path, '.driver_lock'))
     for attempt in range(20):
         paused = member.signal(signal.SIGSTOP)
-        if parts.scheme != 'file' or driver_lock.acquire(timeout=1):
-            if parts.scheme == 'file':
-                driver_lock.release()
+        if driver_lock.acquire(timeout=1):
+            driver_lock.release()
             return paused
         member.signal(signal.SIGCONT)
         time.sleep(0.05 * attempt)

@@ -285,11 +285,9 @@ class IronicAPI(object):
         return nodes[0] if nodes else None
 
     def patch_node(self, node, patch, idempotent=True, deadline=None):
-        try:
+        with _node_errors(node):
             return self._request('PATCH', '/v1/nodes/%s' % node, body=patch,
                                  idempotent=idempotent, deadline=deadline)
-        except exception.IronicAPIError as e:
-            raise _node_error(e, node)
 
     def claim_node(self, node, instance_uuid, deadline=None):
         """Set ``instance_uuid`` on ``node``: Ironic's atomic claim.
@@ -317,31 +315,23 @@ class IronicAPI(object):
 
     def set_provision_state(self, node, target, body=None):
         body = dict(body or {}, target=target)
-        try:
+        with _node_errors(node):
             self._request('PUT', '/v1/nodes/%s/states/provision' % node,
                           body=body)
-        except exception.IronicAPIError as e:
-            raise _node_error(e, node)
 
     def set_power_state(self, node, target):
-        try:
+        with _node_errors(node):
             self._request('PUT', '/v1/nodes/%s/states/power' % node,
                           body={'target': target})
-        except exception.IronicAPIError as e:
-            raise _node_error(e, node)
 
     def set_maintenance(self, node, reason):
-        try:
+        with _node_errors(node):
             self._request('PUT', '/v1/nodes/%s/maintenance' % node,
                           body={'reason': reason})
-        except exception.IronicAPIError as e:
-            raise _node_error(e, node)
 
     def unset_maintenance(self, node):
-        try:
+        with _node_errors(node):
             self._request('DELETE', '/v1/nodes/%s/maintenance' % node)
-        except exception.IronicAPIError as e:
-            raise _node_error(e, node)
 
     def validate_node(self, node):
         return self._request('GET', '/v1/nodes/%s/validate' % node)
@@ -441,6 +431,15 @@ def _api_error(error, method, url):
     return exception.IronicAPIError(status_code=error.http_status,
                                     reason=_reason(error),
                                     method=method, url=url)
+
+
+@contextlib.contextmanager
+def _node_errors(node):
+    """Errors of a request about ``node`` as :func:`_node_error` says."""
+    try:
+        yield
+    except exception.IronicAPIError as e:
+        raise _node_error(e, node)
 
 
 def _node_error(error, node):
