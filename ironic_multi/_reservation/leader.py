@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""One leader in the coordination group at a time.
+"""One leader in the coordination group at a time, fenced.
 
 The leader is the holder of a tooz lock named after the group.  tooz's own
 leader election (``watch_elected_as_leader``) exists for Redis, ZooKeeper
@@ -20,6 +20,15 @@ and memcached only; every driver has locks, and that is how those drivers
 elect anyway.  A dead leader's lock goes with it: with ``file://`` when its
 process ends, with Redis and etcd3 when its lock expires, after the
 membership timeout (:func:`~.membership.backend_url` sets both).
+
+A leader that was paused longer than that (GC, VM pause, a partition)
+must learn that another member took the lock, or there are two.
+Renewing its own lock does not tell: tooz's etcd3 lock renews an expired
+lease without a word, and its ZooKeeper lock has no renewal at all.
+:func:`still_owner` asks the backend who holds the lock, the way each
+backend can answer; when it cannot say, the leader stands down.  The
+housekeeper asks it again before each destructive action
+(:meth:`Leadership.confirm`).
 """
 
 from oslo_log import log as logging
@@ -28,6 +37,32 @@ import tooz
 from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
+
+
+def still_owner(lock):
+    """Whether the backend says ``lock`` is still held by this member.
+
+    :returns: True or False; None when the backend has no way to say.
+    :raises tooz.ToozError: the backend failed to answer.
+    """
+    try:
+        return bool(lock.is_still_owner())
+    except tooz.NotImplemented:
+        if type(lock).__module__ == 'tooz.drivers.etcd3gw':
+            return _etcd3_still_owner(lock)
+        return None
+
+
+def _etcd3_still_owner(lock):
+    # tooz's Etcd3Lock stores a random value of its own under the lock's
+    # key (and deletes the key by comparing it on release): the lock is
+    # ours while the key holds that value.  An expired lease deleted the
+    # key; another member's acquire wrote its own value.
+    answer = lock._coord.client.transaction({
+        'compare': [{'key': lock._key_b64, 'result': 'EQUAL',
+                     'target': 'VALUE', 'value': lock._uuid}],
+        'success': [], 'failure': []})
+    return answer.get('succeeded', False) is True
 
 
 class Leadership(object):
@@ -49,21 +84,22 @@ class Leadership(object):
     def try_lead(self):
         """Lead if nobody else does; True when this member leads.
 
-        Never waits: another member's lock means another leader.
+        Never waits: another member's lock means another leader.  A
+        member that leads asks the backend whether it still does.
         """
         try:
             if self._lock is None:
                 lock = self._membership.lock(self._role)
-                if lock.acquire(blocking=False):
+                if self._membership.call('taking the %s lock' % self._role,
+                                         lock.acquire, False):
                     self._lock = lock
                     LOG.info('Member %(member)s now leads %(role)s',
                              {'member': self._membership.member_id,
                               'role': self._role})
-            elif not self._still_held():
-                LOG.warning('Member %(member)s lost the lead of %(role)s',
-                            {'member': self._membership.member_id,
-                             'role': self._role})
-                self._lock = None
+            else:
+                self._check()
+        except exception.LeadershipLost as e:
+            LOG.warning('%s', e)
         except (tooz.ToozError, exception.CoordinationUnavailable) as e:
             # Without the backend nobody can be sure to lead: stand down.
             LOG.warning('Cannot tell who leads %(role)s (%(error)s); not '
@@ -71,26 +107,56 @@ class Leadership(object):
             self._lock = None
         return self.leading
 
-    def _still_held(self):
-        # Redis and etcd3 locks expire when their heartbeat stalls: renewing
-        # says whether it is still ours (Redis raises when another member
-        # took it).  A file lock lasts as long as this process.
-        heartbeat = getattr(self._lock, 'heartbeat', None)
-        if heartbeat is None:
-            return True
+    def confirm(self):
+        """Check with the backend that this member still leads.
+
+        For right before a destructive action: the first doubt stops it.
+
+        :raises LeadershipLost: it does not, or the backend cannot say
+            (the member stands down).
+        """
+        if self._lock is None:
+            raise exception.LeadershipLost(role=self._role,
+                                           reason='this member does not lead')
         try:
-            return heartbeat() is not False
-        except Exception as e:
-            LOG.debug('Renewing the %(role)s lock failed: %(error)s',
-                      {'role': self._role, 'error': e})
-            return False
+            self._check()
+        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            self._stand_down()
+            raise exception.LeadershipLost(
+                role=self._role, reason='the coordination backend cannot '
+                                        'say who leads: %s' % e)
+
+    def _check(self):
+        owned = self._membership.call('checking the %s lock' % self._role,
+                                      still_owner, self._lock)
+        if owned:
+            return
+        self._stand_down()
+        raise exception.LeadershipLost(
+            role=self._role,
+            reason='member %s %s' % (
+                self._membership.member_id,
+                'lost the lock to another member' if owned is False else
+                'cannot tell from this backend whether it still holds it'))
+
+    def _stand_down(self):
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            LOG.warning('Member %(member)s stands down from leading '
+                        '%(role)s', {'member': self._membership.member_id,
+                                     'role': self._role})
+            self._release(lock)
 
     def resign(self):
         lock, self._lock = self._lock, None
         if lock is not None:
-            try:
-                lock.release()
-            except (tooz.ToozError, exception.CoordinationUnavailable) as e:
-                LOG.warning('Could not give up the lead of %(role)s cleanly '
-                            '(%(error)s); it expires with the membership',
-                            {'role': self._role, 'error': e})
+            self._release(lock)
+
+    def _release(self, lock):
+        try:
+            self._membership.call('releasing the %s lock' % self._role,
+                                  lock.release)
+        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            LOG.warning('Could not give up the lead of %(role)s cleanly '
+                        '(%(error)s); it expires with the membership',
+                        {'role': self._role, 'error': e})

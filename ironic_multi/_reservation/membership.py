@@ -363,10 +363,30 @@ class Membership:
     def lock(self, name):
         """A tooz lock named ``<group>.<name>``, shared by the group.
 
+        Its calls talk to the backend without a bound: make them through
+        :meth:`call`.
+
         :raises CoordinationUnavailable: not started.
         """
         return self._client().get_lock(
             ('%s.%s' % (self.group, name)).encode())
+
+    def call(self, action, function, *args):
+        """``function(*args)``, a blocking call to the backend, bounded.
+
+        It waits at most the membership timeout, like every other call
+        here; one that outlives it goes on in a daemon thread.
+
+        :param action: what the call does, for the error.
+        :raises CoordinationUnavailable: no answer in time, or the
+            backend's error.
+        """
+        with self._translated(action, errors=(tooz.ToozError, OSError)):
+            try:
+                return _in_thread(function, *args).result(
+                    timeout=self._call_timeout)
+            except concurrent.futures.TimeoutError:
+                raise _NoAnswer()
 
     def publish(self, payload):
         """Publish ``payload`` (a JSON-serialisable dict) to all members.

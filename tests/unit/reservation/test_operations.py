@@ -16,8 +16,10 @@
 
 import threading
 import time
+from unittest import mock
 
 import pytest
+import tooz
 
 from ironic_multi._reservation import health
 from ironic_multi._reservation import leader
@@ -103,6 +105,34 @@ class TestLeadership:
     def test_without_the_backend_nobody_leads(self, tmp_path):
         member = membership.Membership('file://%s' % tmp_path, 'g', 5)
         assert not leader.Leadership(member, 'housekeeper').try_lead()
+
+    def test_a_leader_is_confirmed_by_the_backend(self, tmp_path):
+        lead = leader.Leadership(self.member(tmp_path, 'a'), 'housekeeper')
+        with pytest.raises(exception.LeadershipLost):
+            lead.confirm()
+        assert lead.try_lead()
+        lead.confirm()
+
+    @pytest.mark.parametrize('answer', [
+        False, tooz.NotImplemented('no way to tell'),
+        tooz.ToozError('connection refused')])
+    def test_the_first_doubt_stands_the_leader_down(self, tmp_path, answer):
+        # A lock the backend says is another's, a backend that cannot tell
+        # (tooz's ZooKeeper and etcd3 locks have no heartbeat to trust),
+        # or one that fails to answer: no leader.
+        lead = leader.Leadership(self.member(tmp_path, 'a'), 'housekeeper')
+        assert lead.try_lead()
+        lock = lead._lock
+        with mock.patch.object(type(lock), 'is_still_owner',
+                               side_effect=[answer]
+                               if isinstance(answer, Exception)
+                               else None, return_value=answer):
+            with pytest.raises(exception.LeadershipLost):
+                lead.confirm()
+        assert not lead.leading
+        # It stood down: the lock is free for the next leader.
+        assert leader.Leadership(self.member(tmp_path, 'b'),
+                                 'housekeeper').try_lead()
 
 
 class FakeProvider(object):

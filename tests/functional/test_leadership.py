@@ -1,0 +1,78 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A leader paused past its lock's expiry learns that it lost the lead.
+
+On the real backends: a GC pause, a VM pause or a partition stops the
+leader's heart for longer than the lock's timeout; another member takes
+the lock; when the first one wakes up, renewing its own lock must not make
+it believe it still leads (tooz's etcd3 lock renews an expired lease
+without a word), or there are two housekeepers until a restart.
+"""
+
+import uuid
+
+import pytest
+
+from ironic_multi._reservation import leader
+from ironic_multi._reservation import membership as membership_mod
+from ironic_multi import exception
+from ironic_multi.testing import coordination as coordination_servers
+from tests.functional.waiting import wait_for
+
+TIMEOUT = 2
+
+
+@pytest.fixture(params=['etcd3', 'redis'])
+def backend(request):
+    if request.param == 'redis':
+        if not coordination_servers.redis_available():
+            pytest.skip('no Redis at %s:%d' % coordination_servers.REDIS)
+        return coordination_servers.REDIS_URL
+    return request.getfixturevalue('etcd')
+
+
+def _member(url, group, host):
+    member = membership_mod.Membership(url, group, TIMEOUT, host=host)
+    member.start(timeout=TIMEOUT * 5)
+    return member
+
+
+def test_a_paused_leader_learns_that_it_lost_the_lock(backend):
+    group = 'leader-test-%s' % uuid.uuid4().hex[:8]
+    first = _member(backend, group, 'first')
+    second = _member(backend, group, 'second')
+    try:
+        paused = leader.Leadership(first, 'housekeeper')
+        other = leader.Leadership(second, 'housekeeper')
+        assert paused.try_lead()
+        assert not other.try_lead()
+
+        # The first member's heart stops past the lock's timeout.
+        heart = first._coordinator.heart
+        heart.stop()
+        heart.wait()
+        wait_for(other.try_lead, TIMEOUT * 5, 'the other member to lead')
+
+        # Awake again: it must not lead any more, and say so before any
+        # destructive action.
+        assert not paused.try_lead()
+        with pytest.raises(exception.LeadershipLost):
+            paused.confirm()
+        assert other.try_lead()
+        other.confirm()
+    finally:
+        first.stop()
+        second.stop()
+        coordination_servers.delete_group(backend, group)
