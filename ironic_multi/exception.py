@@ -158,6 +158,30 @@ class ProviderNotFound(ReservationError):
     msg_fmt = 'No node provider named %(name)s (known: %(known)s)'
 
 
+class ForeignReservation(ReservationError):
+    """The reservation carries another group's ownership mark, or none.
+
+    What a group did not mark it never releases, tears down or adopts on
+    its own initiative.
+    """
+
+    msg_fmt = ('Instance %(instance)s holds node %(node)s under the mark of '
+               'group %(group)s, not of %(ours)s: left alone')
+
+
+class ForeignNode(ReservationError):
+    """A node this group has no mark on: it is not this group's to act on."""
+
+    msg_fmt = ('Node %(node)s is marked by group %(group)s, not by %(ours)s: '
+               'left alone')
+
+
+class LeadershipLost(ReservationError):
+    """This member can no longer be sure to lead: destruction stops."""
+
+    msg_fmt = 'Not leading %(role)s any more: %(reason)s'
+
+
 class TakeoverRefused(ReservationError):
     """A service does not adopt the instances of a compute host."""
 

@@ -88,6 +88,13 @@ class Reservation:
 
     :ivar host: the compute service whose instance it is, once its deploy
         has begun (the provider's host mark); None before.
+    :ivar group: the coordination group whose ownership mark the claim
+        carries; None when it carries none (made by another deployer, or
+        by a version of ironic-multi before marks).  Only a group's own
+        reservations are ever released, torn down or adopted by it on its
+        own initiative.
+    :ivar claimer: the member of that group that made the claim, when the
+        mark names it: while that member lives, its claim is not stuck.
     """
 
     instance_uuid: str
@@ -97,6 +104,12 @@ class Reservation:
     resource_class: str = None
     host: str = None
     power_state: PowerState = PowerState.UNKNOWN
+    group: str = None
+    claimer: str = None
+
+    def owned_by(self, group):
+        """Whether the reservation carries ``group``'s ownership mark."""
+        return self.group is not None and self.group == group
 
     def moved_to(self, target):
         """This reservation in state ``target``, if the move is legal."""

@@ -27,10 +27,15 @@ A harness provides:
 shard=None, owner=None)``
     Create ``count`` free nodes (available, powered off, unreserved) with
     these attributes; return their UUIDs in creation order.
-``provider()``
+``provider(group=None)``
     A NEW, started provider object on the same source, every call: what a
     restarted service would build.  Its power actions must work (for the
-    static provider: configure a power command).
+    static provider: configure a power command).  With ``group``, its
+    ``[ironic_multi] coordination_group`` is that one: another group of
+    services sharing the source.
+``claim_unmarked(node_uuid, instance_uuid)``
+    Reserve the node for the instance as another deployer would (or a
+    version of ironic-multi before ownership marks): with no mark.
 ``snapshot()``
     A comparable picture of everything a claim, a deploy or a release may
     change in the source (for Ironic: the nodes as the API shows them).
@@ -104,6 +109,11 @@ def requires(*features):
     return decorate
 
 
+def _candidate(node_uuid, resource_class=GOLD):
+    """A node dict of ``node_uuid`` as a claim's candidate."""
+    return {'uuid': node_uuid, 'resource_class': resource_class}
+
+
 def deployment(instance_uuid, host='contract-host'):
     return base.Deployment(
         instance_uuid=instance_uuid, host=host,
@@ -142,13 +152,13 @@ class ProviderContract(object):
         return {node['uuid'] for node in self.ready(*args, **kwargs)}
 
     def claim(self, instance_uuid, candidates=None, requirements=None,
-              provider=None):
+              provider=None, claimer=None):
         provider = provider or self.provider
         requirements = requirements or request()
         if candidates is None:
             candidates = self.ready(requirements, provider=provider)
         return provider.claim(candidates, instance_uuid, requirements,
-                              time.monotonic() + DEADLINE)
+                              time.monotonic() + DEADLINE, claimer=claimer)
 
     @staticmethod
     def eventually(read, expected, timeout=DEADLINE):
@@ -413,12 +423,12 @@ class ProviderContract(object):
 
     # -- what is done to a reserved node ---------------------------------
 
-    def deployed(self, host='contract-host'):
+    def deployed(self, host='contract-host', provider=None):
         """A free node claimed and deployed: ``(instance, reservation)``."""
+        provider = provider or self.provider
         instance = new_instance()
-        reservation = self.claim(instance)
-        deployed = self.provider.deploy(reservation,
-                                        deployment(instance, host))
+        reservation = self.claim(instance, provider=provider)
+        deployed = provider.deploy(reservation, deployment(instance, host))
         return instance, deployed
 
     def test_deploy_teardown_release_leave_source_unchanged(self):
@@ -536,18 +546,107 @@ class ProviderContract(object):
         node, other = self.add_nodes(2)
         before = self.harness.snapshot()
 
+        # What the housekeeper does: failures first, then the quarantine.
+        self.provider.record_failure(node, 'deploy failed')
         self.provider.quarantine(node, 'deploy failed three times')
 
         assert self.ready_uuids() == {other}
         found = self.troubled(node, self.harness.provider())
         assert found.quarantined_at is not None
         assert found.reason == 'deploy failed three times'
+        assert found.group == self.provider.group
         assert self.provider.capacity([self.shard])[self.shard][GOLD] == {
             'total': 1, 'free': 1}
         self.provider.unquarantine(node)
         assert self.troubled(node) is None
         assert self.ready_uuids() == {node, other}
         assert self.eventually(self.harness.snapshot, before) == before
+
+    def test_too_many_failures_keep_a_node_out_of_claims(self):
+        # The "keep" scheme's promise: a node the quarantine has no room
+        # for stays out of service by its failure count.
+        failing, other = self.add_nodes(2)
+        limit = self.provider.conf.ironic_multi.quarantine_after_failures
+        for _ in range(limit):
+            self.provider.record_failure(failing, 'deploy failed')
+        past_cooldown = time.time() + 10 * 24 * 3600
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(time, 'time', lambda: past_cooldown)
+            assert self.ready_uuids() == {other}
+            assert self.provider.capacity([self.shard])[self.shard][
+                GOLD] == {'total': 1, 'free': 1}
+
+    # -- ownership ----------------------------------------------------------
+
+    def test_a_claim_carries_the_groups_mark(self):
+        self.add_nodes(1)
+        instance = new_instance()
+        claimed = self.claim(instance, claimer='host-1:123:abcd')
+        assert claimed.group == self.provider.group
+        assert claimed.claimer == 'host-1:123:abcd'
+        for found in (self.harness.provider().lookup(instance),
+                      next(r for r in self.provider.reservations()
+                           if r.instance_uuid == instance)):
+            assert found.owned_by(self.provider.group)
+            assert found.claimer == 'host-1:123:abcd'
+
+    def test_the_marks_of_others_are_told_apart(self):
+        ours, theirs, unmarked = self.add_nodes(3)
+        other = self.harness.provider(group='another-group')
+        mine, their_instance, foreign = (new_instance() for _ in range(3))
+        self.claim(mine, candidates=[_candidate(ours)])
+        self.claim(their_instance, candidates=[_candidate(theirs)],
+                   provider=other)
+        self.harness.claim_unmarked(unmarked, foreign)
+
+        found = {r.instance_uuid: r for r in self.provider.reservations()
+                 if r.instance_uuid in (mine, their_instance, foreign)}
+        assert found[mine].group == self.provider.group
+        assert found[their_instance].group == 'another-group'
+        assert found[foreign].group is None
+        assert not found[foreign].owned_by(self.provider.group)
+        assert self.provider.lookup(their_instance).node_uuid == theirs
+
+    def test_the_instances_of_a_host_are_the_groups_own(self):
+        self.add_nodes(2)
+        other = self.harness.provider(group='another-group')
+        instance, _ = self.deployed('contract-host')
+        elsewhere, _ = self.deployed('contract-host', provider=other)
+        assert set(self.provider.instances('contract-host')) == {instance}
+        assert set(other.instances('contract-host')) == {elsewhere}
+
+    def test_failed_nodes_of_others_are_not_ours_to_repair(self):
+        ours, theirs = self.add_nodes(2)
+        other = self.harness.provider(group='another-group')
+        other.record_failure(theirs, 'deploy failed')
+        self.provider.record_failure(ours, 'deploy failed')
+        assert self.troubled(ours).group == self.provider.group
+        assert self.troubled(theirs).group == 'another-group'
+        for act in (lambda: self.provider.quarantine(theirs, 'no'),
+                    lambda: self.provider.recover(theirs),
+                    lambda: self.provider.unquarantine(theirs)):
+            with pytest.raises(exception.ForeignNode):
+                act()
+        assert self.troubled(theirs, other).quarantined_at is None
+
+    def test_own_marks_an_unmarked_reservation_once(self):
+        unmarked, theirs = self.add_nodes(2)
+        legacy, their_instance = new_instance(), new_instance()
+        self.harness.claim_unmarked(unmarked, legacy)
+        other = self.harness.provider(group='another-group')
+        self.claim(their_instance, candidates=[_candidate(theirs)],
+                   provider=other)
+
+        owned = self.provider.own(legacy)
+        assert owned.node_uuid == unmarked
+        assert owned.owned_by(self.provider.group)
+        assert self.harness.provider().lookup(legacy).owned_by(
+            self.provider.group)
+        assert self.provider.own(legacy).owned_by(self.provider.group)
+        with pytest.raises(exception.ForeignReservation):
+            self.provider.own(their_instance)
+        assert self.provider.lookup(their_instance).group == 'another-group'
+        assert self.provider.own(new_instance()) is None
 
     def test_mark_host_moves_an_instance(self):
         self.add_nodes(1)

@@ -72,6 +72,12 @@ class StaticInventory(object):
         static.start()
         return static
 
+    def claim_unmarked(self, node_uuid, instance_uuid):
+        """Reserve a node the way a version without ownership marks did."""
+        with records.RecordFile(self.path).changing() as document:
+            document['reservations'][instance_uuid] = {
+                'node_uuid': node_uuid, 'state': 'claimed'}
+
     def snapshot(self):
         """The inventory's bytes and the reservations, for comparisons."""
         with open(self.path, 'rb') as f:

@@ -23,9 +23,12 @@ alone: a changed node with a higher ``id`` than the marker was skipped.
 import random
 import uuid
 
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import provider as \
     ironic_provider
 from ironic_multi.testing import reservers
+
+MARK = ownership.mark('change-reads')
 
 SHARD = 'changes'
 # More than a page of nodes never updated: the first incremental page
@@ -62,7 +65,7 @@ def test_a_change_behind_nodes_never_updated_is_seen(ironic):
     provider.refresh({SHARD})
     # The newest copy: the highest id, first of the null run on PostgreSQL.
     changed = copies[-1]
-    provider.api.claim_node(changed, str(uuid.uuid4()))
+    provider.api.claim_node(changed, str(uuid.uuid4()), MARK)
 
     read = provider.refresh({SHARD})
 
@@ -87,7 +90,7 @@ def test_every_change_is_seen_pass_after_pass(ironic):
                 held[node] = None
             else:
                 held[node] = str(uuid.uuid4())
-                provider.api.claim_node(node, held[node])
+                provider.api.claim_node(node, held[node], MARK)
         provider.refresh({SHARD})
         assert _holders(provider) == _truth(ironic)
 
@@ -97,7 +100,7 @@ def test_a_deleted_mark_costs_a_full_read_not_a_change(ironic):
     provider = _provider(ironic)
     provider.refresh({SHARD})
     for node in copies[:5]:
-        provider.api.claim_node(node, str(uuid.uuid4()))
+        provider.api.claim_node(node, str(uuid.uuid4()), MARK)
     provider.refresh({SHARD})
     # Whatever the pool reads after: Ironic answers 404 for a marker it
     # cannot find, and the pool's read-back finds no node.
@@ -106,7 +109,7 @@ def test_a_deleted_mark_costs_a_full_read_not_a_change(ironic):
             {'op': 'remove', 'path': '/instance_uuid'}])
         ironic.request('DELETE', '/v1/nodes/%s' % node, expect=(204,))
     changed = copies[-1]
-    provider.api.claim_node(changed, str(uuid.uuid4()))
+    provider.api.claim_node(changed, str(uuid.uuid4()), MARK)
 
     provider.refresh({SHARD})
 

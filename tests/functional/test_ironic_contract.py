@@ -24,7 +24,10 @@ import uuid
 
 import pytest
 
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi import exception
+
+MARK = ownership.mark('contract-group')
 
 
 def _new_uuid():
@@ -40,25 +43,25 @@ class TestInstanceUuidClaim:
     def test_claim_sets_instance_uuid(self, ironic, ironic_api):
         node, = ironic.enroll_nodes(1)
         instance = _new_uuid()
-        ironic_api.claim_node(node, instance)
+        ironic_api.claim_node(node, instance, MARK)
         assert _instance_of(ironic_api, node) == instance
 
     def test_taken_node_is_a_conflict_naming_the_holder(
             self, ironic, ironic_api):
         node, = ironic.enroll_nodes(1)
         holder, other = _new_uuid(), _new_uuid()
-        ironic_api.claim_node(node, holder)
+        ironic_api.claim_node(node, holder, MARK)
         with pytest.raises(exception.NodeAlreadyClaimed) as info:
-            ironic_api.claim_node(node, other)
+            ironic_api.claim_node(node, other, MARK)
         assert holder in info.value.reason
         assert _instance_of(ironic_api, node) == holder
 
     def test_one_instance_cannot_hold_two_nodes(self, ironic, ironic_api):
         first, second = ironic.enroll_nodes(2)
         instance = _new_uuid()
-        ironic_api.claim_node(first, instance)
+        ironic_api.claim_node(first, instance, MARK)
         with pytest.raises(exception.NodeAlreadyClaimed) as info:
-            ironic_api.claim_node(second, instance)
+            ironic_api.claim_node(second, instance, MARK)
         # The backend relies on the instance being named in this answer.
         assert instance in info.value.reason
         assert _instance_of(ironic_api, second) is None
@@ -69,7 +72,7 @@ class TestInstanceUuidClaim:
 
         def claim(instance):
             try:
-                ironic_api.claim_node(node, instance)
+                ironic_api.claim_node(node, instance, MARK)
                 return instance
             except exception.NodeAlreadyClaimed:
                 return None
@@ -81,10 +84,62 @@ class TestInstanceUuidClaim:
 
     def test_removing_instance_uuid_frees_the_node(self, ironic, ironic_api):
         node, = ironic.enroll_nodes(1)
-        ironic_api.claim_node(node, _new_uuid())
+        ironic_api.claim_node(node, _new_uuid(), MARK)
         ironic_api.patch_node(node, [{'op': 'remove',
                                       'path': '/instance_uuid'}])
         assert _instance_of(ironic_api, node) is None
+
+
+class TestOwnershipMark:
+    """The mark rides in the claim's one write, and guards later writes."""
+
+    def _node(self, api, node):
+        return api.get_node(node, fields=['instance_uuid', 'instance_info'])
+
+    def test_a_claim_writes_the_instance_and_its_mark_together(
+            self, ironic, ironic_api):
+        node, = ironic.enroll_nodes(1)
+        instance, loser = _new_uuid(), _new_uuid()
+        ironic_api.claim_node(node, instance, MARK)
+        assert ownership.of(self._node(ironic_api, node)) == MARK
+        with pytest.raises(exception.NodeAlreadyClaimed):
+            ironic_api.claim_node(node, loser, ownership.mark('thief'))
+        # The refused claim wrote no mark either.
+        found = self._node(ironic_api, node)
+        assert found['instance_uuid'] == instance
+        assert found['instance_info'] == {ownership.KEY: {instance: MARK}}
+
+    def test_a_guarded_write_applies_only_under_the_mark(
+            self, ironic, ironic_api):
+        node, = ironic.enroll_nodes(1)
+        instance = _new_uuid()
+        ironic_api.claim_node(node, instance, MARK)
+        ironic_api.patch_node(node, [
+            ownership.guard(instance, MARK['group']),
+            {'op': 'add', 'path': '/instance_info/root_gb', 'value': 10}])
+        assert self._node(ironic_api, node)['instance_info']['root_gb'] == 10
+        # Released, then claimed by another instance: the guard of the
+        # first one now refuses, and changes nothing.
+        ironic_api.patch_node(node, ownership.release_patch(
+            instance, MARK['group']), idempotent=False)
+        other = _new_uuid()
+        ironic_api.claim_node(node, other, MARK)
+        before = self._node(ironic_api, node)
+        with pytest.raises(exception.IronicAPIError) as e:
+            ironic_api.patch_node(node, ownership.release_patch(
+                instance, MARK['group']), idempotent=False)
+        assert e.value.status_code == 400
+        assert self._node(ironic_api, node) == before
+        assert before['instance_uuid'] == other
+
+    def test_an_allocation_carries_the_mark(self, ironic, ironic_api):
+        node, = ironic.enroll_nodes(1)
+        instance = _new_uuid()
+        created = ironic_api.create_allocation(instance, [node], MARK,
+                                               resource_class='baremetal')
+        assert ownership.of_allocation(created) == MARK
+        assert ownership.of_allocation(
+            ironic_api.get_allocation(instance)) == MARK
 
 
 class TestAllocations:
@@ -101,7 +156,7 @@ class TestAllocations:
         nodes = ironic.enroll_nodes(3)
         instance = _new_uuid()
         created = ironic_api.create_allocation(
-            instance, nodes[:2], resource_class='baremetal')
+            instance, nodes[:2], MARK, resource_class='baremetal')
         assert created['uuid'] == instance
         allocation = self._wait(ironic_api, instance)
         assert allocation['state'] == 'active'
@@ -110,9 +165,9 @@ class TestAllocations:
 
     def test_no_free_candidate_is_an_error_state(self, ironic, ironic_api):
         node, = ironic.enroll_nodes(1)
-        ironic_api.claim_node(node, _new_uuid())
+        ironic_api.claim_node(node, _new_uuid(), MARK)
         instance = _new_uuid()
-        ironic_api.create_allocation(instance, [node],
+        ironic_api.create_allocation(instance, [node], MARK,
                                      resource_class='baremetal')
         allocation = self._wait(ironic_api, instance)
         assert allocation['state'] == 'error'
@@ -122,7 +177,7 @@ class TestAllocations:
         plain, = ironic.enroll_nodes(1)
         gold, = ironic.enroll_nodes(1, traits=['CUSTOM_GOLD'])
         instance = _new_uuid()
-        ironic_api.create_allocation(instance, [plain, gold],
+        ironic_api.create_allocation(instance, [plain, gold], MARK,
                                      resource_class='baremetal',
                                      traits=['CUSTOM_GOLD'])
         assert self._wait(ironic_api, instance)['node_uuid'] == gold
@@ -130,17 +185,17 @@ class TestAllocations:
     def test_same_uuid_twice_is_a_conflict(self, ironic, ironic_api):
         nodes = ironic.enroll_nodes(2)
         instance = _new_uuid()
-        ironic_api.create_allocation(instance, nodes[:1],
+        ironic_api.create_allocation(instance, nodes[:1], MARK,
                                      resource_class='baremetal')
         with pytest.raises(exception.AllocationFailed):
-            ironic_api.create_allocation(instance, nodes[1:],
+            ironic_api.create_allocation(instance, nodes[1:], MARK,
                                          resource_class='baremetal')
 
     def test_delete_frees_the_node_and_is_idempotent(self, ironic,
                                                      ironic_api):
         node, = ironic.enroll_nodes(1)
         instance = _new_uuid()
-        ironic_api.create_allocation(instance, [node],
+        ironic_api.create_allocation(instance, [node], MARK,
                                      resource_class='baremetal')
         self._wait(ironic_api, instance)
         ironic_api.delete_allocation(instance)
@@ -179,7 +234,7 @@ class TestShardsAndPaging:
     def test_changes_come_first_when_sorted_by_updated_at(self, ironic,
                                                           ironic_api):
         nodes = ironic.enroll_nodes(3)
-        ironic_api.claim_node(nodes[0], _new_uuid())
+        ironic_api.claim_node(nodes[0], _new_uuid(), MARK)
         newest = next(ironic_api.iter_nodes(
             detail=True, page_size=2, sort_key='updated_at',
             sort_dir='desc'))
@@ -197,7 +252,7 @@ class TestFakeHardwareProvisioning:
         conductor/deployments.py); an image source avoids that path.
         """
         node, = ironic.enroll_nodes(1)
-        ironic_api.claim_node(node, _new_uuid())
+        ironic_api.claim_node(node, _new_uuid(), MARK)
         ironic_api.patch_node(node, [{
             'op': 'add', 'path': '/instance_info',
             'value': {'image_source': 'http://images.test/disk.qcow2',

@@ -26,6 +26,7 @@ class IronicHarness(object):
 
     def __init__(self, ironic, **options):
         self.ironic = ironic
+        self.options = options
         self.conf = reservers.make_conf(ironic.server.endpoint,
                                         state_poll_interval=0.1, **options)
 
@@ -35,11 +36,21 @@ class IronicHarness(object):
             count, resource_class=resource_class, properties=properties,
             traits=traits, shard=shard, owner=owner)
 
-    def provider(self):
+    def provider(self, group=None):
         # A client of its own, too: nothing is shared with older objects.
-        ironic = provider.IronicProvider(self.conf)
+        conf = self.conf
+        if group is not None:
+            conf = reservers.make_conf(
+                self.ironic.server.endpoint, state_poll_interval=0.1,
+                coordination_group=group, **self.options)
+        ironic = provider.IronicProvider(conf)
         ironic.start()
         return ironic
+
+    def claim_unmarked(self, node_uuid, instance_uuid):
+        # What metalsmith, another Nova or an older ironic-multi writes.
+        self.ironic.request('PATCH', '/v1/nodes/%s' % node_uuid, json=[
+            {'op': 'add', 'path': '/instance_uuid', 'value': instance_uuid}])
 
     def snapshot(self):
         return self.ironic.snapshot()

@@ -30,6 +30,13 @@ business.
 What a provider cannot do is declared in :attr:`NodeProvider.features`;
 calling it raises :class:`~ironic_multi.exception.NotSupported`, and the
 shipped contract suite skips its tests.
+
+**Ownership.**  Every claim writes, in its one atomic write, an ownership
+mark naming the coordination group (:attr:`NodeProvider.group`) and the
+claiming member; reservations carry it back (``Reservation.group``).  A
+source of truth may be shared with other deployers and other groups:
+what a group did not mark is never released, torn down, recovered or
+quarantined on its own initiative.
 """
 
 import abc
@@ -127,6 +134,10 @@ class TroubledNode:
         in (``clean failed``), or None.
     :ivar quarantined_at: when it was quarantined, or None.
     :ivar holder: the instance the node holds, if any.
+    :ivar group: the group whose failure or tear down marks the node
+        carries, or None: only that group recovers or quarantines it.
+    :ivar stale: the marks record nothing that is still true (a tear down
+        that ended well): the group may forget them.
     """
 
     node_uuid: str
@@ -136,6 +147,8 @@ class TroubledNode:
     failed_state: str = None
     quarantined_at: float = None
     holder: str = None
+    group: str = None
+    stale: bool = False
 
 
 class NodeProvider(abc.ABC):
@@ -152,6 +165,8 @@ class NodeProvider(abc.ABC):
 
     def __init__(self, conf):
         self.conf = conf
+        #: The group whose mark this provider's claims write.
+        self.group = conf.ironic_multi.coordination_group
         self.keys = shards.ShardKeys(conf.ironic_multi.fallback_shard_count)
         self.filters = filters.matching_filters(
             conf.ironic_multi.conductor_group)
@@ -161,6 +176,17 @@ class NodeProvider(abc.ABC):
 
     def stop(self):
         """Release what :meth:`start` took; called once at shutdown."""
+
+    def failed_too_often(self, failures):
+        """Why ``failures`` in a row keep a node out of service, or None.
+
+        Quarantined or not (the quarantine keeps only ``max_preserved``),
+        such a node is offered to no claim and counts for no capacity
+        until its failures are cleared.
+        """
+        if failures >= self.conf.ironic_multi.quarantine_after_failures:
+            return 'failed %d times in a row' % failures
+        return None
 
     def require(self, feature):
         """Raise NotSupported unless this provider has ``feature``."""
@@ -231,12 +257,16 @@ class NodeProvider(abc.ABC):
     # -- reservations -----------------------------------------------------
 
     @abc.abstractmethod
-    def claim(self, candidates, instance_uuid, requirements, deadline):
+    def claim(self, candidates, instance_uuid, requirements, deadline,
+              claimer=None):
         """Atomically reserve one of ``candidates`` (node dicts).
 
-        Idempotent: an instance that holds a node already gets it back.
+        The same atomic write marks the reservation with :attr:`group` and
+        ``claimer``: there is no claim without the mark.  Idempotent: an
+        instance that holds a node already gets it back.
 
         :param deadline: ``time.monotonic()`` value not to work past.
+        :param claimer: the member id of the claiming service.
         :returns: the :class:`~.lifecycle.Reservation`, state ``claimed``.
         :raises NodeAlreadyClaimed: every candidate was taken meanwhile.
         """
@@ -245,7 +275,8 @@ class NodeProvider(abc.ABC):
     def release(self, instance_uuid):
         """Release the reservation of ``instance_uuid``; idempotent.
 
-        Never touches a node reserved for another consumer.
+        Never touches a node reserved for another consumer, even one that
+        claimed it between a read and the write.
 
         :returns: the released reservation, or None when there was none.
         """
@@ -259,12 +290,28 @@ class NodeProvider(abc.ABC):
 
     @abc.abstractmethod
     def reservations(self):
-        """Every reservation the source of truth holds."""
+        """Every reservation the source of truth holds, marked or not."""
 
     def instances(self, host):
-        """``{instance_uuid: reservation}`` of the instances of ``host``."""
+        """``{instance_uuid: reservation}`` of the instances of ``host``.
+
+        Only those with this provider's group mark.
+        """
         return {r.instance_uuid: r for r in self.reservations()
-                if r.host == host}
+                if r.host == host and r.owned_by(self.group)}
+
+    @abc.abstractmethod
+    def own(self, instance_uuid):
+        """Mark an unmarked reservation as this group's (an upgrade).
+
+        For instances the consumer says are this group's, claimed by a
+        version without marks.  A reservation marked for another group is
+        never taken.
+
+        :returns: the reservation, marked; None when the instance holds
+            none.
+        :raises ReleaseRefused: another group's mark is on it.
+        """
 
     def assign_shards(self, count, dry_run=False):
         """Give nodes without a shard key a stable one of ``count``.
@@ -298,10 +345,14 @@ class NodeProvider(abc.ABC):
         """
 
     @abc.abstractmethod
-    def teardown(self, reservation, vifs=()):
+    def teardown(self, reservation, vifs=(), wait=True):
         """Remove every trace of the instance but the claim; idempotent.
 
         :param vifs: VIF IDs the caller knows of, detached as well.
+        :param wait: wait for the tear down to end; else only start it.
+        :returns: True when it has ended (or there was nothing to do),
+            False when it goes on in the provider (only without ``wait``):
+            the reservation is then the provider's to end, or to fail.
         :raises TeardownFailed: the node may still hold the instance.
         """
 

@@ -50,6 +50,11 @@ class StaticHarness(static_nodes.StaticInventory):
     def __init__(self, directory, conf=None):
         super().__init__(directory, conf or make_conf())
 
+    def provider(self, conf=None, group=None):
+        if group is not None:
+            conf = make_conf(coordination_group=group)
+        return super().provider(conf)
+
 
 @pytest.fixture
 def harness(tmp_path):

@@ -18,8 +18,15 @@ The claim is never a lock of our own: an Allocation whose UUID is the
 instance UUID (API 1.52), or else the node's ``instance_uuid`` set by
 PATCH.  Ironic refuses both with a conflict when the node (or the
 instance) is taken, so no interleaving of services can give one node to
-two instances, and one instance never holds two nodes.  A write whose
+two instances, and one instance never holds two nodes.  Either write
+carries the group's ownership mark (:mod:`.ownership`).  A write whose
 answer was lost is settled by reading back, never by assuming.
+
+A release is guarded by the mark: deleting the instance's allocation
+clears only the node that allocation holds, and the PATCH that clears
+``instance_uuid`` is refused once the node no longer carries the
+instance's mark, so a release that comes late never clears the next
+claim of the node.
 """
 
 import collections
@@ -27,6 +34,7 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
@@ -46,15 +54,20 @@ class Claimer(object):
     """Claims and releases through one IronicAPI.
 
     :param api: the IronicAPI.
+    :param group: the coordination group whose mark every claim writes.
     :param use_allocations: claim with allocations when Ironic has them.
     :param claim_timeout: ``[ironic_multi]claim_timeout``, for errors.
     :param on_taken: ``f(node_uuid)``, told of nodes a claim found taken.
     :param on_gone: ``f(node_uuid)``, told of nodes Ironic no longer has.
     """
 
-    def __init__(self, api, use_allocations, claim_timeout, on_taken,
+    def __init__(self, api, group, use_allocations, claim_timeout, on_taken,
                  on_gone):
+        if not group:
+            raise exception.ConfigInvalid(
+                reason='claims need a coordination group to mark them with')
         self._api = api
+        self._group = group
         self.use_allocations = use_allocations
         self._claim_timeout = claim_timeout
         self._on_taken = on_taken
@@ -64,24 +77,27 @@ class Claimer(object):
     def by_allocation(self):
         return self.use_allocations and self._api.supports('allocations')
 
-    def claim(self, candidates, instance_uuid, required_traits, deadline):
-        """Reserve one of ``candidates`` (node dicts).
+    def claim(self, candidates, instance_uuid, required_traits, deadline,
+              claimer=None):
+        """Reserve one of ``candidates`` (node dicts), marked as ours.
 
+        :param claimer: the member id of the claiming service.
         :returns: :data:`Claimed`.
         :raises NodeAlreadyClaimed: every candidate was taken.
         """
+        mark = ownership.mark(self._group, claimer)
         if self.by_allocation:
             return self._by_allocation(candidates, instance_uuid,
-                                       required_traits, deadline)
-        return self._by_patch(candidates, instance_uuid, deadline)
+                                       required_traits, deadline, mark)
+        return self._by_patch(candidates, instance_uuid, deadline, mark)
 
     # -- PATCH instance_uuid ----------------------------------------------
 
-    def _by_patch(self, candidates, instance_uuid, deadline):
+    def _by_patch(self, candidates, instance_uuid, deadline, mark):
         for node in candidates:
             try:
                 answer = self._api.claim_node(node['uuid'], instance_uuid,
-                                              deadline=deadline)
+                                              mark, deadline=deadline)
             except exception.InstanceAlreadyClaimed:
                 # A retried spawn, or an earlier answer that was lost.
                 existing = self._node_of(instance_uuid)
@@ -133,7 +149,7 @@ class Claimer(object):
     # -- allocations ------------------------------------------------------
 
     def _by_allocation(self, candidates, instance_uuid, required_traits,
-                       deadline):
+                       deadline, mark):
         # An allocation asks for one resource class: offer the candidates
         # of the first candidate's class (all of them match anyway).
         resource_class = candidates[0].get('resource_class')
@@ -142,7 +158,7 @@ class Claimer(object):
         try:
             allocation, earlier = self._create_allocation(
                 instance_uuid, same_class, resource_class, required_traits,
-                deadline)
+                deadline, mark)
         except exception.IronicAPIError as e:
             if e.status_code != 400:
                 raise
@@ -159,9 +175,10 @@ class Claimer(object):
                     node=','.join(gone), instance=instance_uuid,
                     reason='the candidates are gone from Ironic')
             return self._by_allocation(rest, instance_uuid, required_traits,
-                                       deadline)
+                                       deadline, mark)
         allocation = self._wait_allocation(allocation, deadline)
         if allocation['state'] == 'active':
+            self._mark_node(allocation, instance_uuid)
             return Claimed(allocation['node_uuid'], earlier, node=None)
         # Delete the failed allocation so that the instance UUID is free
         # for the next attempt.
@@ -172,8 +189,30 @@ class Claimer(object):
             node=','.join(same_class), instance=instance_uuid,
             reason=allocation.get('last_error') or allocation['state'])
 
+    def _mark_node(self, allocation, instance_uuid):
+        """Copy the allocation's mark onto its node.
+
+        The allocation carried it from the atomic write on; on the node,
+        every later write can be guarded by it.  Until this succeeds the
+        allocation is where the mark is read (``reservations()``).
+        """
+        mark = ownership.of_allocation(allocation)
+        if mark is None:
+            # An allocation made by a version without marks: the upgrade
+            # marks it, not a retried claim.
+            return
+        try:
+            self._api.patch_node(allocation['node_uuid'],
+                                 ownership.mark_patch(instance_uuid, mark))
+        except exception.IronicError as e:
+            LOG.warning('Could not copy the ownership mark of allocation '
+                        '%(instance)s onto node %(node)s (%(error)s); the '
+                        'allocation carries it',
+                        {'instance': instance_uuid,
+                         'node': allocation['node_uuid'], 'error': e})
+
     def _create_allocation(self, instance_uuid, node_uuids, resource_class,
-                           traits, deadline):
+                           traits, deadline, mark):
         """``(allocation, made by an earlier attempt)``.
 
         A lost answer is read back (the UUID makes that exact) and, when
@@ -182,8 +221,9 @@ class Claimer(object):
         while True:
             try:
                 return self._api.create_allocation(
-                    instance_uuid, node_uuids, resource_class=resource_class,
-                    traits=traits, deadline=deadline), False
+                    instance_uuid, node_uuids, mark,
+                    resource_class=resource_class, traits=traits,
+                    deadline=deadline), False
             except exception.AllocationFailed:
                 # An allocation of this instance exists: a retried spawn.
                 existing = self._api.get_allocation(instance_uuid)
@@ -224,29 +264,55 @@ class Claimer(object):
     def release(self, instance_uuid, node_uuid, deadline):
         """Undo the claim of ``instance_uuid``, on ``node_uuid`` if known.
 
-        Only ever clears the node's ``instance_uuid`` while it is ours.  The
-        removal is never sent again blindly: after a lost answer another
-        instance may hold the node already, and a second removal would
-        clear its claim.  It is read back, and sent again only while the
-        node is still ours.
+        Only ever clears the node's ``instance_uuid`` while it holds the
+        instance and its mark: the removal is guarded by the mark
+        (:func:`.ownership.release_patch`), so one that arrives after
+        another release and a new claim is refused by Ironic.  A lost
+        answer is read back, never assumed.
         """
         if self._api.supports('allocations'):
-            # Also clears instance_uuid of the node it allocated; its UUID
-            # is the instance's, so a repeated delete removes nothing else.
+            # Also clears instance_uuid of the node it allocated, and of no
+            # other: its UUID is the instance's.
             self._api.delete_allocation(instance_uuid)
         if not node_uuid:
             return
-        while self._holder(node_uuid) == instance_uuid:
+        while True:
+            node = self._read_claim(node_uuid)
+            if node is None or node.get('instance_uuid') != instance_uuid:
+                return
+            mark = ownership.of(node)
+            if mark is None:
+                # Claimed by a version without marks, or instance_info was
+                # replaced by someone: nothing to guard the removal with.
+                LOG.warning('Node %(node)s carries no ownership mark for '
+                            '%(instance)s: releasing it unguarded',
+                            {'node': node_uuid, 'instance': instance_uuid})
+                patch = [{'op': 'remove', 'path': '/instance_uuid'}]
+            else:
+                patch = ownership.release_patch(instance_uuid, mark['group'])
             try:
-                self._api.patch_node(
-                    node_uuid, [{'op': 'remove', 'path': '/instance_uuid'}],
-                    idempotent=False, deadline=deadline)
+                self._api.patch_node(node_uuid, patch, idempotent=False,
+                                     deadline=deadline)
                 return
             except exception.RequestOutcomeUnknown as e:
-                if time.monotonic() >= deadline:
-                    raise exception.IronicUnavailable(
-                        reason='release of node %s: %s' % (node_uuid, e))
-                LOG.warning('Release of node %(node)s for %(instance)s: '
-                            '%(error)s; reading it back',
-                            {'node': node_uuid, 'instance': instance_uuid,
-                             'error': e})
+                error = e
+            except exception.IronicAPIError as e:
+                if e.status_code != 400 or mark is None:
+                    raise
+                # The guard failed: the mark went away after the read (a
+                # concurrent release, perhaps a new claim).
+                error = e
+            if time.monotonic() >= deadline:
+                raise exception.IronicUnavailable(
+                    reason='release of node %s: %s' % (node_uuid, error))
+            LOG.warning('Release of node %(node)s for %(instance)s: '
+                        '%(error)s; reading it back',
+                        {'node': node_uuid, 'instance': instance_uuid,
+                         'error': error})
+
+    def _read_claim(self, node_uuid):
+        try:
+            return self._api.get_node(node_uuid, fields=[
+                'instance_uuid', 'instance_info'])
+        except exception.NodeNotFound:
+            return None

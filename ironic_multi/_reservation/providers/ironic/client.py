@@ -34,6 +34,7 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import versions
 from ironic_multi import exception
 
@@ -289,16 +290,18 @@ class IronicAPI(object):
             return self._request('PATCH', '/v1/nodes/%s' % node, body=patch,
                                  idempotent=idempotent, deadline=deadline)
 
-    def claim_node(self, node, instance_uuid, deadline=None):
-        """Set ``instance_uuid`` on ``node``: Ironic's atomic claim.
+    def claim_node(self, node, instance_uuid, mark, deadline=None):
+        """Set ``instance_uuid`` and its ownership ``mark`` on ``node``.
+
+        Ironic's atomic claim: both or neither are written
+        (:mod:`.ownership`).
 
         :raises InstanceAlreadyClaimed: the instance holds a node already
             (perhaps this one).
         :raises NodeAlreadyClaimed: another instance holds the node.
         :raises RequestOutcomeUnknown: the answer was lost; read back.
         """
-        patch = [{'op': 'add', 'path': '/instance_uuid',
-                  'value': instance_uuid}]
+        patch = ownership.claim_patch(instance_uuid, mark)
         try:
             return self.patch_node(node, patch, idempotent=False,
                                    deadline=deadline)
@@ -370,14 +373,18 @@ class IronicAPI(object):
 
     # -- allocations ----------------------------------------------------------
 
-    def create_allocation(self, uuid, candidate_nodes, resource_class=None,
-                          traits=None, owner=None, deadline=None):
+    def create_allocation(self, uuid, candidate_nodes, mark,
+                          resource_class=None, traits=None, owner=None,
+                          deadline=None):
         """POST an allocation; its UUID is the consumer's (instance) UUID.
+
+        Its ``extra`` carries the ownership ``mark`` (:mod:`.ownership`).
 
         :raises RequestOutcomeUnknown: the answer was lost; read back with
             :meth:`get_allocation` (the UUID makes that unambiguous).
         """
-        body = {'uuid': uuid, 'candidate_nodes': list(candidate_nodes)}
+        body = {'uuid': uuid, 'candidate_nodes': list(candidate_nodes),
+                'extra': {ownership.KEY: mark}}
         if resource_class:
             body['resource_class'] = resource_class
         if traits:

@@ -19,6 +19,14 @@ the provider claims before :meth:`Deployer.deploy` and releases after
 :meth:`Deployer.teardown`.  Every wait is bounded by
 ``[ironic_multi] deploy_timeout`` or ``unprovision_timeout``.
 
+Every write is made only while the node holds the instance: the node is
+read before each write and each provision request, and the writes of
+``instance_info`` carry the ownership mark's guard (:mod:`.ownership`),
+so that Ironic refuses them once the node holds another instance.  A
+claim released behind a deploy's back (a stuck claim timed out by the
+housekeeper) thus ends that deploy instead of deploying another
+instance's node.
+
 Maintenance needs no special case: Ironic refuses only deploy and rebuild
 of a node in maintenance, never its tear down, and a tear down always ends
 by clearing ``instance_uuid``, ``instance_info``, the VIFs and the
@@ -33,6 +41,7 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import states
 from ironic_multi._reservation.providers.ironic import waiters
 from ironic_multi import exception
@@ -46,23 +55,34 @@ HOST_KEY = 'nova_host_id'
 NODE_FIELDS = ('uuid', 'instance_uuid', 'power_state', 'target_power_state',
                'provision_state', 'target_provision_state', 'maintenance',
                'last_error', 'resource_class')
+# What says whether a node still holds an instance, and under which mark.
+HOLDER_FIELDS = ('uuid', 'instance_uuid', 'instance_info')
 
 
-def instance_info_patch(deployment):
-    """JSON patch writing what Ironic's deploy reads in ``instance_info``."""
+def instance_info_patch(deployment, guard=None):
+    """JSON patch writing what Ironic's deploy reads in ``instance_info``.
+
+    :param guard: an :func:`.ownership.guard` operation to start with.
+    """
     info = dict(deployment.instance_info,
                 image_source=deployment.image_source)
     info[HOST_KEY] = deployment.host
-    return [{'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
-            for key, value in sorted(info.items())]
+    return [guard] * bool(guard) + [
+        {'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
+        for key, value in sorted(info.items())]
 
 
 class Deployer(object):
-    """Deploy, rebuild and tear down nodes through an IronicAPI."""
+    """Deploy, rebuild and tear down nodes through an IronicAPI.
 
-    def __init__(self, api, conf):
+    :param on_teardown: ``f(node_uuid)``, called before a tear down is
+        requested from Ironic.
+    """
+
+    def __init__(self, api, conf, on_teardown=None):
         self._api = api
         self._opts = conf.ironic_multi
+        self._on_teardown = on_teardown
 
     def _bounded(self, seconds):
         return self._api.bounded(time.monotonic() + seconds)
@@ -82,10 +102,13 @@ class Deployer(object):
             # No request may outlive the deploy's bound, not even one that
             # Ironic never answers.
             with self._bounded(self._opts.deploy_timeout):
-                self._api.patch_node(node, instance_info_patch(deployment))
+                self._write_instance_info(node, deployment)
+                if deployment.vifs:
+                    self._holder(node, deployment.instance_uuid)
                 for vif in deployment.vifs:
                     self._api.attach_vif(node, vif)
                 self._validate(node)
+                self._holder(node, deployment.instance_uuid)
                 self._provision(node, states.TARGET_ACTIVE, deployment)
                 self._wait_for_active(node, deployment.instance_uuid,
                                       should_stop)
@@ -112,7 +135,8 @@ class Deployer(object):
         """
         try:
             with self._bounded(self._opts.deploy_timeout):
-                self._api.patch_node(node, instance_info_patch(deployment))
+                self._write_instance_info(node, deployment)
+                self._holder(node, deployment.instance_uuid)
                 self._provision(node, states.TARGET_REBUILD, deployment)
                 self._wait_for_active(node, deployment.instance_uuid)
         except exception.DeployFailed:
@@ -121,6 +145,36 @@ class Deployer(object):
             raise exception.DeployFailed(node=node, reason=e)
         LOG.info('Rebuilt Ironic node %(node)s for instance %(instance)s',
                  {'node': node, 'instance': deployment.instance_uuid})
+
+    def _holder(self, node, instance_uuid):
+        """The node as it is now, if it holds ``instance_uuid``.
+
+        :raises DeployFailed: it does not (any more).
+        """
+        current = self._api.get_node(node, fields=HOLDER_FIELDS)
+        if current.get('instance_uuid') != instance_uuid:
+            holder = current.get('instance_uuid') or 'none'
+            raise exception.DeployFailed(
+                node=node, reason='the node no longer holds instance %s (it '
+                                  'holds %s)' % (instance_uuid, holder))
+        return current
+
+    def _write_instance_info(self, node, deployment):
+        """Write what the deploy reads, only while the node is ours."""
+        mark = ownership.of(self._holder(node, deployment.instance_uuid))
+        # A node claimed before ownership marks has no mark to guard with.
+        guard = mark and ownership.guard(deployment.instance_uuid,
+                                         mark['group'])
+        try:
+            self._api.patch_node(node, instance_info_patch(deployment,
+                                                           guard))
+        except exception.IronicAPIError as e:
+            if guard and e.status_code == 400:
+                raise exception.DeployFailed(
+                    node=node, reason='the node no longer holds instance %s '
+                                      'under its mark: %s' % (
+                                          deployment.instance_uuid, e))
+            raise
 
     def _validate(self, node):
         result = self._api.validate_node(node) or {}
@@ -163,44 +217,76 @@ class Deployer(object):
 
     # -- tear down --------------------------------------------------------
 
-    def teardown(self, node, instance_uuid, vifs=()):
+    def teardown(self, node, instance_uuid, vifs=(), wait=True):
         """Remove every trace of ``instance_uuid`` but the claim; idempotent.
 
         A deployed node is unprovisioned (Ironic clears instance_uuid,
         instance_info, VIFs and allocation itself); an undeployed one gets
-        its VIFs detached and its instance_info cleared.
+        its VIFs detached and its instance_info cleared, but for the
+        ownership mark, which goes with the claim.
 
+        :param wait: wait for Ironic's tear down to end.
+        :returns: False when Ironic's tear down goes on (only without
+            ``wait``), else True.
         :raises TeardownFailed:
         """
         try:
             with self._bounded(self._opts.unprovision_timeout):
-                current = self._api.get_node(node, fields=NODE_FIELDS)
+                current = self._api.get_node(
+                    node, fields=NODE_FIELDS + ('instance_info',))
                 if current.get('instance_uuid') != instance_uuid:
-                    return
+                    return True
                 if (current['provision_state'] in states.UNDEPLOYED
                         and not current.get('target_provision_state')):
-                    self._clean_up(node, vifs)
-                else:
-                    self._unprovision(current, instance_uuid)
+                    self._clean_up(current, vifs)
+                    return True
+                return self._unprovision(current, instance_uuid, wait)
         except exception.NodeNotFound:
             LOG.info('Ironic node %s is gone: nothing to tear down', node)
+            return True
         except exception.TeardownFailed:
             raise
         except exception.IronicMultiError as e:
             raise exception.TeardownFailed(node=node, reason=e)
 
     def _clean_up(self, node, vifs):
-        attached = set(vifs) | set(self._api.list_vifs(node))
+        uuid = node['uuid']
+        attached = set(vifs) | set(self._api.list_vifs(uuid))
         for vif in sorted(attached):
-            self._api.detach_vif(node, vif)
-        self._api.patch_node(node, [{'op': 'replace', 'path': '/instance_info',
-                                     'value': {}}])
+            self._api.detach_vif(uuid, vif)
+        mark = ownership.of(node)
+        if mark is None:
+            patch = [{'op': 'replace', 'path': '/instance_info', 'value': {}}]
+        else:
+            info = (node.get('instance_info') or {})
+            patch = [ownership.guard(node['instance_uuid'], mark['group']),
+                     {'op': 'replace', 'path': '/instance_info',
+                      'value': {ownership.KEY: info[ownership.KEY]}}]
+        try:
+            self._api.patch_node(uuid, patch)
+        except exception.IronicAPIError as e:
+            if not (mark and e.status_code == 400):
+                raise
+            # The guard: the instance left the node since it was read.
+            current = self._read_or_none(uuid)
+            if (current is not None and current.get('instance_uuid')
+                    == node['instance_uuid']):
+                raise
+            LOG.info('Node %(node)s no longer holds instance %(instance)s: '
+                     'nothing to clean up',
+                     {'node': uuid, 'instance': node['instance_uuid']})
 
-    def _unprovision(self, node, instance_uuid):
+    def _unprovision(self, node, instance_uuid, wait):
         uuid = node['uuid']
         deadline = time.monotonic() + self._opts.unprovision_timeout
         if node['provision_state'] not in states.TEARING_DOWN:
+            if self._on_teardown is not None:
+                self._on_teardown(uuid)
             self._request_teardown(uuid, deadline)
+        if not wait:
+            LOG.info('Asked Ironic to tear down node %(node)s of instance '
+                     '%(instance)s', {'node': uuid, 'instance': instance_uuid})
+            return False
         node = waiters.wait_for(
             lambda: self._read_or_none(uuid),
             lambda n: n is None or n.get('instance_uuid') != instance_uuid,
@@ -212,6 +298,7 @@ class Deployer(object):
             failed=_teardown_failed)
         LOG.info('Tore down Ironic node %(node)s (now %(state)s)',
                  {'node': uuid, 'state': waiters.describe(node)})
+        return True
 
     def _request_teardown(self, node, deadline):
         # A deploy in progress holds the node's lock (409): retry until it

@@ -20,6 +20,7 @@ and powers nodes (:mod:`.power`), all through one
 :class:`~.client.IronicAPI`.
 """
 
+import dataclasses
 import time
 
 from oslo_log import log as logging
@@ -30,6 +31,7 @@ from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import claims
 from ironic_multi._reservation.providers.ironic import client
 from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import pool as ready_pool
 from ironic_multi._reservation.providers.ironic import power
 from ironic_multi._reservation.providers.ironic import states
@@ -50,17 +52,21 @@ _FEATURE_FIELDS = {'owner': ('owner',), 'lessee': ('lessee',),
 _RESERVATION_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
                        'provision_state', 'power_state', 'resource_class',
                        'shard')
+_ALLOCATION_FIELDS = ('uuid', 'node_uuid', 'state', 'extra')
 _HEALTH_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'power_state',
                   'maintenance', 'maintenance_reason', 'last_error')
 # Up to this many nodes, a health check reads each; beyond, it lists.
 _HEALTH_GETS = 10
 _TROUBLE_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'maintenance',
-                   'maintenance_reason', 'last_error', 'extra')
+                   'maintenance_reason', 'last_error', 'extra',
+                   'conductor_group')
 # Marks a node that a conflict showed to be taken, by whom we do not know;
 # the next refresh brings the truth.
 _TAKEN = 'taken'
-# Where failures and quarantine are written on a node: ``extra``, so that
-# they survive restarts and every service sees them.
+# Where failures, quarantine and tear downs are written on a node:
+# ``extra``, so that they survive restarts and tear downs, and every
+# service sees them.  ``group`` there names the group that wrote them: the
+# only one that recovers or quarantines the node.
 _MARKS = 'ironic_multi'
 _QUARANTINE_PREFIX = 'ironic-multi quarantine: '
 
@@ -87,11 +93,13 @@ class IronicProvider(base.NodeProvider):
         self._ready = (filters.ReadyFilter(self._why_not_ready),)
         self._cooling = (filters.ReadyFilter(self._why_cooling),)
         self._claimer = claims.Claimer(
-            self.api, self._opts.use_allocations, self._opts.claim_timeout,
+            self.api, self.group, self._opts.use_allocations,
+            self._opts.claim_timeout,
             on_taken=lambda node: self.pool.mark_taken(node, _TAKEN),
             on_gone=self.pool.forget)
         self._tenancy = filters.OwnerFilter()
-        self._deployer = deploy.Deployer(self.api, conf)
+        self._deployer = deploy.Deployer(self.api, conf,
+                                         on_teardown=self._mark_teardown)
         self._power = power.PowerControl(self.api, conf)
         self._fields = None
         self._shard_keys = (None, 0)
@@ -263,15 +271,25 @@ class IronicProvider(base.NodeProvider):
     def nodes(self, shards):
         return self.pool.nodes(shards)
 
+    def _in_service(self, shards):
+        """Nodes of ``shards`` not taken out of service by their failures."""
+        return [n for n in self.pool.nodes(shards) if not self._why_barred(n)]
+
     def capacity(self, shards):
-        return states.count_capacity(self.pool.nodes(shards), self.shard_of)
+        return states.count_capacity(self._in_service(shards), self.shard_of)
 
     def usable_traits(self, shards):
-        return {trait for node in self.pool.nodes(shards)
+        return {trait for node in self._in_service(shards)
                 if states.is_usable(node)
                 for trait in node.get('traits') or ()}
 
+    def _why_barred(self, node):
+        return self.failed_too_often(_marks(node).get('failures', 0))
+
     def _why_cooling(self, node):
+        barred = self._why_barred(node)
+        if barred:
+            return barred
         last = _marks(node).get('last_failure')
         if last and time.time() - last < self._opts.failure_cooldown:
             return 'failed %d s ago' % (time.time() - last)
@@ -292,26 +310,29 @@ class IronicProvider(base.NodeProvider):
 
     # -- reservations -------------------------------------------------------
 
-    def claim(self, candidates, instance_uuid, requirements, deadline):
+    def claim(self, candidates, instance_uuid, requirements, deadline,
+              claimer=None):
         if not candidates:
             raise exception.NodeAlreadyClaimed(
                 node='-', instance=instance_uuid, reason='no candidates')
         with self.api.bounded(deadline):
             return self._claim(list(candidates), instance_uuid,
-                               requirements, deadline)
+                               requirements, deadline, claimer)
 
-    def _claim(self, candidates, instance_uuid, requirements, deadline):
+    def _claim(self, candidates, instance_uuid, requirements, deadline,
+               claimer):
         while True:
             claimed = self._claimer.claim(candidates, instance_uuid,
                                           requirements.required_traits,
-                                          deadline)
+                                          deadline, claimer)
             self.pool.mark_taken(claimed.node_uuid, instance_uuid)
-            # The pool's copy of the node may be minutes old: its tenancy
-            # is checked again on the node as it is now (a PATCH answers
-            # with it).
+            # The pool's copy of the node may be minutes old: the node is
+            # checked again as it is now (a PATCH answers with it).  An
+            # earlier attempt's node was checked by that attempt.
             node = claimed.node or self.api.get_node(claimed.node_uuid,
                                                      fields=self.fields)
-            wrong = self._tenancy.reason(node, requirements)
+            wrong = None if claimed.earlier else self._wrong_claim(
+                node, requirements)
             if not wrong:
                 break
             LOG.warning('Node %(node)s is %(why)s: releasing it for '
@@ -330,7 +351,25 @@ class IronicProvider(base.NodeProvider):
         if claimed.earlier:
             # An earlier attempt's node: its state is Ironic's to tell.
             return self.lookup(instance_uuid)
-        return self._reservation(dict(node, instance_uuid=instance_uuid))
+        return self._reservation(dict(node, instance_uuid=instance_uuid),
+                                 mark=ownership.mark(self.group, claimer))
+
+    def _wrong_claim(self, node, requirements):
+        """Why the node just claimed must not serve, or None.
+
+        What the pool's copy may no longer say: the node went into
+        maintenance, left the conductor group, changed its provision state
+        (the claim itself only sets ``instance_uuid``), or its tenancy.
+        """
+        if node.get('maintenance'):
+            return 'in maintenance'
+        group = self._opts.conductor_group
+        if group is not None and (node.get('conductor_group') or '') != group:
+            return 'in conductor group %r, not %r' % (
+                node.get('conductor_group') or '', group)
+        if node.get('provision_state') not in (None, states.AVAILABLE):
+            return 'provision state is %s' % node['provision_state']
+        return self._tenancy.reason(node, requirements)
 
     def release(self, instance_uuid):
         # Bounded like a claim: a release is its undoing.
@@ -350,40 +389,75 @@ class IronicProvider(base.NodeProvider):
     def lookup(self, instance_uuid):
         node = self.api.node_by_instance(instance_uuid,
                                          fields=_RESERVATION_FIELDS)
+        allocation = None
+        if self.api.supports('allocations') and (
+                node is None or ownership.of(node) is None):
+            # An allocation claim carries its mark in the allocation until
+            # the node has it.
+            allocation = self.api.get_allocation(instance_uuid)
         if node is not None:
-            return self._reservation(node)
-        if not self.api.supports('allocations'):
-            return None
-        allocation = self.api.get_allocation(instance_uuid)
+            return self._reservation(node, allocation=allocation)
         if allocation is None:
             return None
-        state = (lifecycle.State.ERROR if allocation['state'] == 'error'
-                 else lifecycle.State.REQUESTED)
-        return lifecycle.Reservation(instance_uuid=instance_uuid,
-                                     node_uuid=None, state=state)
+        return self._failed_claim(allocation)
 
     def reservations(self):
-        found = [self._reservation(node) for node in self.api.iter_nodes(
-            fields=_RESERVATION_FIELDS, associated=True)]
+        allocations = {}
         if self.api.supports('allocations'):
-            # Failed allocations reserve no node, but hold the instance's
-            # UUID until deleted.
-            found += [lifecycle.Reservation(instance_uuid=a['uuid'],
-                                            node_uuid=None,
-                                            state=lifecycle.State.ERROR)
-                      for a in self.api.list_allocations(
-                          fields=['uuid', 'node_uuid'], state='error')
-                      if not a.get('node_uuid')]
+            allocations = {a['uuid']: a for a in self.api.list_allocations(
+                fields=_ALLOCATION_FIELDS)}
+        # Nodes of other conductor groups are other services' to manage.
+        found = [self._reservation(node,
+                                   allocation=allocations.get(
+                                       node['instance_uuid']))
+                 for node in self.api.iter_nodes(
+                     fields=_RESERVATION_FIELDS, associated=True,
+                     conductor_group=self._opts.conductor_group)]
+        # Failed allocations reserve no node, but hold the instance's UUID
+        # until deleted.
+        found += [self._failed_claim(a) for a in allocations.values()
+                  if a.get('state') == 'error' and not a.get('node_uuid')]
         return found
 
-    def _reservation(self, node):
+    @staticmethod
+    def _failed_claim(allocation):
+        state = (lifecycle.State.ERROR if allocation['state'] == 'error'
+                 else lifecycle.State.REQUESTED)
+        mark = ownership.of_allocation(allocation) or {}
+        return lifecycle.Reservation(
+            instance_uuid=allocation['uuid'], node_uuid=None, state=state,
+            group=mark.get('group'), claimer=mark.get('claimer'))
+
+    def _reservation(self, node, allocation=None, mark=None):
         info = node.get('instance_info') or {}
+        mark = (mark or ownership.of(node)
+                or (allocation and ownership.of_allocation(allocation))
+                or {})
         return lifecycle.Reservation(
             instance_uuid=node['instance_uuid'], node_uuid=node['uuid'],
             state=states.reservation_state(node), shard=self.shard_of(node),
             resource_class=node.get('resource_class'),
             host=info.get(deploy.HOST_KEY),
-            power_state=states.power_state(node))
+            power_state=states.power_state(node),
+            group=mark.get('group'), claimer=mark.get('claimer'))
+
+    def own(self, instance_uuid):
+        reservation = self.lookup(instance_uuid)
+        if reservation is None or reservation.node_uuid is None:
+            return None
+        if reservation.group is not None:
+            if not reservation.owned_by(self.group):
+                raise exception.ForeignReservation(
+                    instance=instance_uuid, node=reservation.node_uuid,
+                    group=reservation.group, ours=self.group)
+            return reservation
+        self.api.patch_node(reservation.node_uuid, ownership.mark_patch(
+            instance_uuid, ownership.mark(self.group)))
+        LOG.info('Marked node %(node)s of instance %(instance)s, claimed '
+                 'before ownership marks, as group %(group)s\'s',
+                 {'node': reservation.node_uuid, 'instance': instance_uuid,
+                  'group': self.group})
+        return dataclasses.replace(reservation, group=self.group)
 
     # -- what is done to a reserved node ---------------------------------
 
@@ -392,9 +466,10 @@ class IronicProvider(base.NodeProvider):
         return reservation.moved_to(lifecycle.State.DEPLOYING).moved_to(
             lifecycle.State.ACTIVE)
 
-    def teardown(self, reservation, vifs=()):
-        self._deployer.teardown(reservation.node_uuid,
-                                reservation.instance_uuid, vifs)
+    def teardown(self, reservation, vifs=(), wait=True):
+        return self._deployer.teardown(reservation.node_uuid,
+                                       reservation.instance_uuid, vifs,
+                                       wait=wait)
 
     def rebuild(self, reservation, deployment):
         self._deployer.rebuild(reservation.node_uuid, deployment)
@@ -421,7 +496,8 @@ class IronicProvider(base.NodeProvider):
         if len(reservations) > _HEALTH_GETS:
             # One listing instead of a request per node.
             nodes = {n['uuid']: n for n in self.api.iter_nodes(
-                fields=_HEALTH_FIELDS, associated=True)}
+                fields=_HEALTH_FIELDS, associated=True,
+                conductor_group=self._opts.conductor_group)}
             read = nodes.get
         else:
             read = self._node_or_none
@@ -456,22 +532,49 @@ class IronicProvider(base.NodeProvider):
         self.api.patch_node(node_uuid, [patch])
         self.pool.forget(node_uuid)
 
-    def record_failure(self, node_uuid, reason):
+    def _change_marks(self, node_uuid, change):
+        """Read the node's marks, ``change(marks)``, write them back.
+
+        The marks name this group from then on.  Only for nodes this group
+        holds or held: the callers say which.
+        """
         marks = _marks(self.api.get_node(node_uuid, fields=['extra']))
-        marks.update(failures=marks.get('failures', 0) + 1,
-                     last_failure=time.time(), reason=str(reason)[:255])
-        self._write_marks(node_uuid, marks)
+        before = dict(marks)
+        change(marks)
+        if any(value is not None for key, value in marks.items()
+               if key != 'group'):
+            marks['group'] = self.group
+        else:
+            marks = {}
+        if marks != before:
+            self._write_marks(node_uuid, marks)
+        return marks
+
+    def _mark_teardown(self, node_uuid):
+        """Note, before a tear down, that this group asked for it.
+
+        Ironic cleans the node afterwards, with no instance left on it: if
+        cleaning fails, this note is what makes the node this group's to
+        recover.  The housekeeper forgets it once the node is healthy.
+        """
+        self._change_marks(node_uuid,
+                           lambda marks: marks.update(torn_down=time.time()))
+
+    def record_failure(self, node_uuid, reason):
+        def fail(marks):
+            marks.update(failures=marks.get('failures', 0) + 1,
+                         last_failure=time.time(), reason=str(reason)[:255])
+        marks = self._change_marks(node_uuid, fail)
         LOG.warning('Node %(node)s failed (%(count)d in a row): %(reason)s',
                     {'node': node_uuid, 'count': marks['failures'],
                      'reason': reason})
         return marks['failures']
 
     def clear_failures(self, node_uuid):
-        marks = _marks(self.api.get_node(node_uuid, fields=['extra']))
-        if marks.pop('failures', None):
-            marks.pop('last_failure', None)
-            marks.pop('reason', None)
-            self._write_marks(node_uuid, marks)
+        def clear(marks):
+            for key in ('failures', 'last_failure', 'reason', 'torn_down'):
+                marks.pop(key, None)
+        self._change_marks(node_uuid, clear)
 
     def troubled_nodes(self):
         # Failure marks live in ``extra``, which Ironic cannot filter on:
@@ -491,11 +594,24 @@ class IronicProvider(base.NodeProvider):
                 reason=marks.get('reason') or node.get('last_error'),
                 failed_state=node['provision_state'] if failed else None,
                 quarantined_at=marks.get('quarantined_at'),
-                holder=node.get('instance_uuid')))
+                holder=node.get('instance_uuid'),
+                group=marks.get('group'),
+                stale=(not failed and not marks.get('failures')
+                       and not marks.get('quarantined_at')
+                       and node.get('provision_state') in states.SETTLED)))
         return found
 
+    def _ours(self, node_uuid, fields=_TROUBLE_FIELDS):
+        """The node as it is now; ForeignNode unless this group marked it."""
+        node = self.api.get_node(node_uuid, fields=fields)
+        group = _marks(node).get('group')
+        if group != self.group:
+            raise exception.ForeignNode(node=node_uuid, group=group or '-',
+                                        ours=self.group)
+        return node
+
     def recover(self, node_uuid):
-        node = self.api.get_node(node_uuid, fields=_TROUBLE_FIELDS)
+        node = self._ours(node_uuid)
         state = node['provision_state']
         if node.get('instance_uuid'):
             raise exception.NodeConflict(node=node_uuid,
@@ -507,16 +623,21 @@ class IronicProvider(base.NodeProvider):
             # Cleaning failed: manage it, then clean it again.
             self.api.set_provision_state(node_uuid, 'manage')
             self.api.set_provision_state(node_uuid, 'provide')
+        else:
+            raise exception.NodeConflict(
+                node=node_uuid, reason='provision state is %s, not a failed '
+                                       'one' % state)
         LOG.info('Asked Ironic to recover node %(node)s from %(state)s',
                  {'node': node_uuid, 'state': state})
 
     def quarantine(self, node_uuid, reason):
-        marks = _marks(self.api.get_node(node_uuid, fields=['extra']))
-        marks.update(quarantined_at=time.time(), reason=str(reason)[:255])
+        self._ours(node_uuid)
         self.api.set_maintenance(node_uuid, _QUARANTINE_PREFIX + reason)
-        self._write_marks(node_uuid, marks)
+        self._change_marks(node_uuid, lambda marks: marks.update(
+            quarantined_at=time.time(), reason=str(reason)[:255]))
 
     def unquarantine(self, node_uuid):
+        self._ours(node_uuid)
         self._write_marks(node_uuid, {})
         self.api.unset_maintenance(node_uuid)
 

@@ -74,6 +74,10 @@ UNDEPLOYED = frozenset((
     AVAILABLE, MANAGEABLE, ENROLL, VERIFYING, INSPECTING, INSPECTWAIT,
     INSPECTFAIL, CLEANING, CLEANWAIT, CLEANFAIL, CLEANHOLD))
 
+# Stable states a tear down or a deploy ends in: a note about how the
+# node got there is history.
+SETTLED = frozenset((AVAILABLE, ACTIVE, MANAGEABLE, ENROLL))
+
 _POWER = {POWER_ON: lifecycle.PowerState.ON,
           POWER_OFF: lifecycle.PowerState.OFF}
 

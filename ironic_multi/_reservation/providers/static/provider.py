@@ -104,6 +104,9 @@ class StaticProvider(base.NodeProvider):
         return nodes
 
     def _why_not_ready(self, node):
+        barred = self.failed_too_often(node.get('failures', 0))
+        if barred:
+            return barred
         last = node.get('last_failure')
         if last and time.time() - last < self._opts.failure_cooldown:
             return 'failed %d s ago' % (time.time() - last)
@@ -126,6 +129,7 @@ class StaticProvider(base.NodeProvider):
             found.append(dict(
                 node, instance_uuid=holders.get(uuid),
                 last_failure=mark.get('last_failure'),
+                failures=mark.get('failures', 0),
                 maintenance=(node['maintenance']
                              or bool(mark.get('quarantined_at')))))
         return found
@@ -139,7 +143,8 @@ class StaticProvider(base.NodeProvider):
     def capacity(self, shards=None):
         counts = {}
         for node in self.nodes(shards):
-            if node.get('maintenance'):
+            if node.get('maintenance') or self.failed_too_often(
+                    node['failures']):
                 continue
             entry = counts.setdefault(node['shard'], {}).setdefault(
                 node['resource_class'], {'total': 0, 'free': 0})
@@ -150,6 +155,7 @@ class StaticProvider(base.NodeProvider):
     def usable_traits(self, shards):
         return {trait for node in self.nodes(shards)
                 if not node.get('maintenance')
+                and not self.failed_too_often(node['failures'])
                 for trait in node.get('traits') or ()}
 
     def ready_nodes(self, requirements, shards):
@@ -176,7 +182,8 @@ class StaticProvider(base.NodeProvider):
             resource_class=record.get('resource_class'),
             host=record.get('host'),
             power_state=lifecycle.PowerState(
-                record.get('power_state', 'unknown')))
+                record.get('power_state', 'unknown')),
+            group=record.get('group'), claimer=record.get('claimer'))
 
     def lookup(self, instance_uuid):
         record = self.records.read().get(instance_uuid)
@@ -188,16 +195,18 @@ class StaticProvider(base.NodeProvider):
                 for instance_uuid, record
                 in sorted(self.records.read().items())]
 
-    def claim(self, candidates, instance_uuid, requirements, deadline):
+    def claim(self, candidates, instance_uuid, requirements, deadline,
+              claimer=None):
         try:
             with self.records.changing(deadline) as document:
                 return self._claim(document['reservations'], candidates,
-                                   instance_uuid, requirements)
+                                   instance_uuid, requirements, claimer)
         except records_mod.LockTimeout:
             raise exception.ClaimTimeout(instance=instance_uuid,
                                          timeout=self._opts.claim_timeout)
 
-    def _claim(self, records, candidates, instance_uuid, requirements):
+    def _claim(self, records, candidates, instance_uuid, requirements,
+               claimer):
         existing = records.get(instance_uuid)
         if existing is not None:
             # A retried spawn, or an answer lost on the way: same node.
@@ -221,6 +230,9 @@ class StaticProvider(base.NodeProvider):
                 'shard': node['shard'],
                 'resource_class': node['resource_class'],
                 'updated_at': _now(),
+                # The ownership mark, in the same locked write.
+                'group': self.group,
+                'claimer': claimer,
             }
             LOG.info('Claimed static node %(node)s for instance '
                      '%(instance)s',
@@ -229,6 +241,20 @@ class StaticProvider(base.NodeProvider):
         raise exception.NodeAlreadyClaimed(
             node=','.join(c['uuid'] for c in candidates) or '-',
             instance=instance_uuid, reason='every candidate is taken')
+
+    def own(self, instance_uuid):
+        with self.records.changing() as document:
+            record = document['reservations'].get(instance_uuid)
+            if record is None:
+                return None
+            group = record.get('group')
+            if group is None:
+                record['group'] = self.group
+            elif group != self.group:
+                raise exception.ForeignReservation(
+                    instance=instance_uuid, node=record['node_uuid'],
+                    group=group, ours=self.group)
+            return self._reservation(instance_uuid, record)
 
     def release(self, instance_uuid):
         with self.records.changing() as document:
@@ -304,12 +330,14 @@ class StaticProvider(base.NodeProvider):
                               lifecycle.State.ACTIVE,
                               power_state=lifecycle.PowerState.ON.value)
 
-    def teardown(self, reservation, vifs=()):
+    def teardown(self, reservation, vifs=(), wait=True):
+        # The return hook runs to its end (bounded by its timeout) either
+        # way.
         current = self.lookup(reservation.instance_uuid)
         if current is None or current.state not in (
                 lifecycle.State.DEPLOYING, lifecycle.State.ACTIVE,
                 lifecycle.State.ERROR):
-            return
+            return True
         try:
             self._hook('static_return_command', _RETURN, reservation)
         except exception.HookFailed as e:
@@ -318,6 +346,7 @@ class StaticProvider(base.NodeProvider):
                                            reason=e) from e
         self.set_state(reservation.instance_uuid, lifecycle.State.RELEASING,
                        host=None)
+        return True
 
     def power(self, reservation, action, timeout=None):
         # Without soft power, a soft action is its hard one.
@@ -368,9 +397,21 @@ class StaticProvider(base.NodeProvider):
         with self.records.changing() as document:
             marks = document['nodes'].setdefault(node_uuid, {})
             change(marks)
-            if not any(marks.values()):
+            if any(value for key, value in marks.items() if key != 'group'):
+                marks['group'] = self.group
+            else:
                 del document['nodes'][node_uuid]
         return marks
+
+    def _ours(self, node_uuid):
+        group = (self.records.read_document()['nodes'].get(node_uuid)
+                 or {}).get('group')
+        holders = [r for r in self.reservations()
+                   if r.node_uuid == node_uuid]
+        group = group or (holders[0].group if holders else None)
+        if group != self.group:
+            raise exception.ForeignNode(node=node_uuid, group=group or '-',
+                                        ours=self.group)
 
     def record_failure(self, node_uuid, reason):
         def fail(marks):
@@ -390,27 +431,31 @@ class StaticProvider(base.NodeProvider):
 
     def troubled_nodes(self):
         document = self.records.read_document()
-        holders = {record['node_uuid']: (instance_uuid, record['state'])
-                   for instance_uuid, record
-                   in document['reservations'].items()}
+        holders = {
+            record['node_uuid']: (instance_uuid, record['state'],
+                                  record.get('group'))
+            for instance_uuid, record in document['reservations'].items()}
         troubled = dict(document['nodes'])
         # A failed return leaves its record in error: the node may still
         # hold the tenant's data.
         troubled.update((node, troubled.get(node, {}))
-                        for node, (_i, state) in holders.items()
+                        for node, (_i, state, _g) in holders.items()
                         if state == lifecycle.State.ERROR.value)
-        return [base.TroubledNode(
-            node_uuid=node, failures=marks.get('failures', 0),
-            last_failure=marks.get('last_failure'),
-            reason=marks.get('reason'),
-            failed_state=(lifecycle.State.ERROR.value
-                          if holders.get(node, (None, None))[1]
-                          == lifecycle.State.ERROR.value else None),
-            quarantined_at=marks.get('quarantined_at'),
-            holder=holders.get(node, (None, None))[0])
-            for node, marks in troubled.items()]
+        found = []
+        for node, marks in troubled.items():
+            holder, state, group = holders.get(node, (None, None, None))
+            found.append(base.TroubledNode(
+                node_uuid=node, failures=marks.get('failures', 0),
+                last_failure=marks.get('last_failure'),
+                reason=marks.get('reason'),
+                failed_state=(state if state == lifecycle.State.ERROR.value
+                              else None),
+                quarantined_at=marks.get('quarantined_at'),
+                holder=holder, group=marks.get('group') or group))
+        return found
 
     def recover(self, node_uuid):
+        self._ours(node_uuid)
         for reservation in self.reservations():
             if (reservation.node_uuid == node_uuid
                     and reservation.state is lifecycle.State.ERROR):
@@ -418,12 +463,15 @@ class StaticProvider(base.NodeProvider):
                 self.teardown(reservation)
 
     def quarantine(self, node_uuid, reason):
+        self._ours(node_uuid)
+
         def quarantine(marks):
             marks.update(quarantined_at=time.time(),
                          reason=str(reason)[:255])
         self._change_marks(node_uuid, quarantine)
 
     def unquarantine(self, node_uuid):
+        self._ours(node_uuid)
         with self.records.changing() as document:
             document['nodes'].pop(node_uuid, None)
 

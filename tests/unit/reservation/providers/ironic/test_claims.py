@@ -104,6 +104,27 @@ class TestPatchClaim:
             idempotent=False, deadline=mock.ANY)
         assert reservation.node_uuid == 'n1'
 
+    @pytest.mark.parametrize('changed', [
+        {'maintenance': True},
+        {'conductor_group': 'elsewhere'},
+        {'provision_state': 'manageable'}])
+    def test_a_node_that_left_service_is_released(self, backend, changed):
+        # The pool's copy was stale: Ironic's answer to the claim says the
+        # node went into maintenance, moved to another conductor group or
+        # out of "available" since.
+        CONF.set_override('conductor_group', '', group='ironic_multi')
+        backend.api.claim_node.side_effect = [
+            dict(NODES[0], instance_uuid='inst',
+                 **dict({'conductor_group': ''}, **changed)),
+            dict(NODES[1], instance_uuid='inst', conductor_group='')]
+        backend.api.get_node.side_effect = lambda uuid, fields=None: dict(
+            BY_UUID[uuid], instance_uuid='inst', **changed)
+        reservation = _claim(backend)
+        assert reservation.node_uuid == 'n1'
+        backend.api.patch_node.assert_called_once_with(
+            'n0', [{'op': 'remove', 'path': '/instance_uuid'}],
+            idempotent=False, deadline=mock.ANY)
+
     def test_only_other_projects_nodes(self, backend):
         backend.api.claim_node.side_effect = [
             dict(NODES[0], instance_uuid='inst', owner='other')]

@@ -198,7 +198,7 @@ class TestRetries:
         api = make_api(_http_error(ic_exc.Conflict, 409,
                                    'Node n1 is associated with instance x'))
         with pytest.raises(exception.NodeAlreadyClaimed) as info:
-            api.claim_node('n1', 'inst-1')
+            api.claim_node('n1', 'inst-1', {'group': 'g'})
         assert info.value.node == 'n1'
         assert info.value.instance == 'inst-1'
         assert len(calls(api)) == 1
@@ -206,12 +206,12 @@ class TestRetries:
     def test_lost_claim_answer_is_not_repeated(self, conf):
         api = make_api(ks_exc.ConnectFailure('connection reset'))
         with pytest.raises(exception.RequestOutcomeUnknown):
-            api.claim_node('n1', 'inst-1')
+            api.claim_node('n1', 'inst-1', {'group': 'g'})
         assert len(calls(api)) == 1
 
     def test_refused_connection_is_safe_to_repeat_for_writes(self, conf):
         api = make_api(ic_exc.ConnectionRefused('refused'), {'uuid': 'n1'})
-        api.claim_node('n1', 'inst-1')
+        api.claim_node('n1', 'inst-1', {'group': 'g'})
         assert len(calls(api)) == 2
 
 
@@ -238,11 +238,15 @@ class TestErrors:
 
     def test_claim_body(self, conf):
         api = make_api({'uuid': 'n1'})
-        api.claim_node('n1', 'inst-1')
+        api.claim_node('n1', 'inst-1', {'group': 'g', 'claimer': 'm'})
         (method, url, _h, body), = calls(api)
         assert (method, url) == ('PATCH', '/v1/nodes/n1')
+        # One PATCH: the instance and its ownership mark, or neither.
         assert body == [{'op': 'add', 'path': '/instance_uuid',
-                         'value': 'inst-1'}]
+                         'value': 'inst-1'},
+                        {'op': 'add', 'path': '/instance_info/ironic_multi',
+                         'value': {'inst-1': {'group': 'g',
+                                              'claimer': 'm'}}}]
 
 
 class TestIronicDown:
@@ -266,7 +270,7 @@ class TestIronicDown:
             with pytest.raises(exception.IronicUnavailable):
                 api.get_node('n1')
             with pytest.raises(exception.IronicUnavailable):
-                api.claim_node('n1', 'inst-1')
+                api.claim_node('n1', 'inst-1', {'group': 'g'})
         assert time.monotonic() - started < 2.0
 
 

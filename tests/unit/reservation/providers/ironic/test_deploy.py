@@ -27,6 +27,7 @@ from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import client
 from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import provider as provider_mod
 from ironic_multi import exception
 from ironic_multi.testing import reservers
@@ -74,6 +75,34 @@ def node(provision_state='available', instance_uuid=INSTANCE,
                  'resource_class': 'baremetal'}, **extra)
 
 
+def marked(*args, group='ironic-multi', **fields):
+    """A node as :func:`node`, its instance under ``group``'s mark."""
+    found = node(*args, **fields)
+    found['instance_info'] = dict(found.get('instance_info') or {}, **{
+        ownership.KEY: {found['instance_uuid']: ownership.mark(group)}})
+    return found
+
+
+def answers(api, *reads, holder=None):
+    """Answer get_node as Ironic would in a scenario.
+
+    The checks of who holds the node get ``holder`` (the claimed node by
+    default), reads of ``extra`` a node without marks, and every other
+    read (a wait's) the next of ``reads``.
+    """
+    holder = holder or marked()
+    reads = iter(reads)
+
+    def get_node(uuid, fields=None):
+        if fields == deploy.HOLDER_FIELDS:
+            return holder
+        if fields == ['extra']:
+            return {'uuid': NODE, 'extra': {}}
+        return next(reads)
+
+    api.get_node.side_effect = get_node
+
+
 def reservation(state=lifecycle.State.CLAIMED):
     return lifecycle.Reservation(instance_uuid=INSTANCE, node_uuid=NODE,
                                  state=state, resource_class='baremetal')
@@ -91,8 +120,9 @@ def provision_calls(api):
 
 
 def written_info(api):
-    """What the first PATCH wrote into instance_info."""
-    patch = api.patch_node.call_args_list[0].args[1]
+    """What the first PATCH wrote into instance_info, after its guard."""
+    guard, *patch = api.patch_node.call_args_list[0].args[1]
+    assert guard == ownership.guard(INSTANCE, 'ironic-multi')
     assert all(op['op'] == 'add' for op in patch)
     return {op['path'].split('/', 2)[2]: op['value'] for op in patch}
 
@@ -131,16 +161,21 @@ def test_instance_info_patch_carries_the_image_and_the_host_mark():
 def test_the_host_mark_tells_the_instances_of_a_host(provider, api):
     api.supports.return_value = False
 
-    def deployed(instance_uuid, host, uuid, **fields):
+    def deployed(instance_uuid, host, uuid, group='ironic-multi', **fields):
         info = {deploy.HOST_KEY: host} if host else {}
-        return node('active', instance_uuid=instance_uuid, uuid=uuid,
-                    instance_info=info, **fields)
+        found = node('active', instance_uuid=instance_uuid, uuid=uuid,
+                     instance_info=info, **fields)
+        return marked(**found, group=group) if group else found
 
     api.iter_nodes.return_value = [
         deployed(INSTANCE, HOST, 'n1', power_state='power on'),
         deployed(OTHER, 'compute-2', 'n2'),
         # Claimed, not deployed by anyone yet: nobody's instance.
-        deployed('new', None, 'n3')]
+        deployed('new', None, 'n3'),
+        # The same host name, in another group (another cell), and a node
+        # deployed by someone else with Nova's own host mark.
+        deployed('other-group', HOST, 'n4', group='another-group'),
+        deployed('foreign', HOST, 'n5', group=None)]
     found = provider.instances(HOST)
     assert list(found) == [INSTANCE]
     assert found[INSTANCE].node_uuid == 'n1'
@@ -153,9 +188,9 @@ def test_the_host_mark_tells_the_instances_of_a_host(provider, api):
 
 def test_deploy_writes_attaches_validates_provisions_and_waits(provider, api,
                                                                clock):
-    api.get_node.side_effect = [node('deploying', target='active'),
-                                node('wait call-back', target='active'),
-                                node('active', power_state='power on')]
+    answers(api, node('deploying', target='active'),
+            node('wait call-back', target='active'),
+            node('active', power_state='power on'))
     should_stop = mock.Mock(return_value=None)
     deployed = provider.deploy(reservation(), deployment(), should_stop)
 
@@ -172,11 +207,14 @@ def test_deploy_writes_attaches_validates_provisions_and_waits(provider, api,
     api.set_provision_state.assert_called_once_with(NODE, 'active',
                                                     body=None)
     # instance_info and VIFs are in place before Ironic validates, and
-    # the wait starts once the deploy was asked for.
+    # the wait starts once the deploy was asked for.  The node is read
+    # before each write and before the provision request: it must still
+    # hold the instance.
     assert [name for name, _args, _kwargs in api.mock_calls
             if not name.startswith('bounded')] == [
-        'patch_node', 'attach_vif', 'attach_vif', 'validate_node',
-        'set_provision_state', 'get_node', 'get_node', 'get_node']
+        'get_node', 'patch_node', 'get_node', 'attach_vif', 'attach_vif',
+        'validate_node', 'get_node', 'set_provision_state',
+        'get_node', 'get_node', 'get_node']
     # Every request of it is bounded by the deploy's timeout.
     (deadline,) = api.bounded.call_args.args
     assert deadline == 1000.0 + 60
@@ -220,16 +258,15 @@ def test_validation_failure_undoes_and_fails(provider, api, clock):
 
 
 def test_deploy_failure_unprovisions_and_fails(provider, api, clock):
-    api.get_node.side_effect = [
-        node('deploy failed', last_error='boom'),   # the deploy wait
-        node('deploy failed', last_error='boom'),   # the undo's read
-        node('deleting', target='available'),
-        node('cleaning', instance_uuid=None)]
+    answers(api,
+            node('deploy failed', last_error='boom'),   # the deploy wait
+            node('deploy failed', last_error='boom'),   # the undo's read
+            node('deleting', target='available'),
+            node('cleaning', instance_uuid=None))
     with pytest.raises(exception.DeployFailed) as e:
         provider.deploy(reservation(), deployment())
     assert 'boom' in str(e.value)
     assert provision_calls(api) == ['active', 'deleted']
-    assert api.get_node.call_count == 4
 
 
 def test_deploy_wait_is_bounded(provider, api, conf, clock):
@@ -269,13 +306,48 @@ def test_an_ironic_error_fails_the_deploy_after_undoing_it(
 
 def test_a_node_taken_from_the_instance_fails_without_touching_it(
         provider, api, clock):
-    api.get_node.return_value = node('active', instance_uuid=OTHER)
+    # Released behind the deploy's back (a stuck claim timed out) and
+    # claimed by another instance before the deploy began.
+    api.get_node.return_value = marked('available', instance_uuid=OTHER)
     with pytest.raises(exception.DeployFailed) as e:
         provider.deploy(reservation(), deployment())
-    assert 'no longer belongs' in str(e.value)
-    # The undo finds another instance's node: nothing of ours to undo.
-    assert provision_calls(api) == ['active']
+    assert 'no longer holds instance %s (it holds %s)' % (
+        INSTANCE, OTHER) in str(e.value)
+    # Nothing written, provisioned or undone on the other's node.
+    assert provision_calls(api) == []
+    assert not api.patch_node.called
+    assert not api.attach_vif.called and not api.detach_vif.called
+
+
+@pytest.mark.parametrize('moment', ['before VIFs', 'before provisioning'])
+def test_a_node_taken_during_the_deploy_is_never_provisioned(
+        provider, api, clock, moment):
+    taken = marked('available', instance_uuid=OTHER)
+    reads = {'before VIFs': [marked(), taken],
+             'before provisioning': [marked(), marked(), taken]}[moment]
+    holders = iter(reads)
+    answers(api, taken)
+    api.get_node.side_effect = lambda uuid, fields=None: (
+        next(holders) if fields == deploy.HOLDER_FIELDS else taken)
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'no longer holds' in str(e.value)
+    assert provision_calls(api) == []
     assert not api.detach_vif.called
+    assert api.attach_vif.called == (moment == 'before provisioning')
+
+
+def test_a_guard_refused_by_ironic_fails_the_deploy(provider, api, clock):
+    # The node changed hands between the read and Ironic's own read.
+    taken = marked('available', instance_uuid=OTHER)
+    answers(api, taken)
+    api.patch_node.side_effect = api_error(
+        400, "Couldn't apply patch: member 'ironic_multi' not found")
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'under its mark' in str(e.value)
+    assert provision_calls(api) == []
+    # The undo finds the other instance there: it writes nothing more.
     assert api.patch_node.call_count == 1
 
 
@@ -285,13 +357,14 @@ def test_should_stop_ends_the_wait_undoes_and_passes_through(provider, api,
         pass
 
     def should_stop():
-        if api.get_node.call_count == 1:
+        # The holder checks of the deploy came first.
+        if api.get_node.call_count == 3:
             raise Deleted()
 
-    api.get_node.side_effect = [node('deploying', target='active'),
-                                # the undo
-                                node('deploying', target='active'),
-                                node('available', instance_uuid=None)]
+    answers(api, node('deploying', target='active'),
+            # the undo
+            node('deploying', target='active'),
+            node('available', instance_uuid=None))
     with pytest.raises(Deleted):
         provider.deploy(reservation(), deployment(), should_stop)
     assert provision_calls(api) == ['active', 'deleted']
@@ -337,15 +410,14 @@ def test_teardown_does_not_ask_twice(provider, api, clock):
 @pytest.mark.parametrize('state', ['rescue', 'deploy hold', 'some new state'])
 def test_teardown_of_any_other_state_unprovisions(provider, api, clock,
                                                   state):
-    api.get_node.side_effect = [node(state),
-                                node('available', instance_uuid=None)]
+    answers(api, node(state), node('available', instance_uuid=None))
     provider.teardown(reservation(lifecycle.State.ACTIVE))
     assert provision_calls(api) == ['deleted']
 
 
 def test_teardown_retries_a_locked_node(provider, api, clock):
-    api.get_node.side_effect = [node('deploying', target='active'),
-                                node('available', instance_uuid=None)]
+    answers(api, node('deploying', target='active'),
+            node('available', instance_uuid=None))
     api.set_provision_state.side_effect = [conflict(), None]
     provider.teardown(reservation())
     assert provision_calls(api) == ['deleted', 'deleted']
@@ -366,9 +438,8 @@ def test_teardown_of_a_node_locked_until_the_deadline(provider, api, conf,
 
 
 def test_teardown_is_idempotent(provider, api, clock):
-    api.get_node.side_effect = [node('active'),
-                                node('available', instance_uuid=None),
-                                node('available', instance_uuid=None)]
+    answers(api, node('active'), node('available', instance_uuid=None),
+            node('available', instance_uuid=None))
     provider.teardown(reservation(lifecycle.State.ACTIVE))
     provider.teardown(reservation(lifecycle.State.ACTIVE))
     assert provision_calls(api) == ['deleted']
@@ -390,8 +461,17 @@ def test_teardown_of_a_node_that_is_gone(provider, api):
 
 
 def test_teardown_of_a_node_gone_meanwhile(provider, api, clock):
-    api.get_node.side_effect = [node('active'),
-                                exception.NodeNotFound(node=NODE)]
+    reads = iter([node('active'), exception.NodeNotFound(node=NODE)])
+
+    def get_node(uuid, fields=None):
+        if fields == ['extra']:
+            return {'uuid': NODE, 'extra': {}}
+        found = next(reads)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    api.get_node.side_effect = get_node
     provider.teardown(reservation(lifecycle.State.ACTIVE))
     assert provision_calls(api) == ['deleted']
 
@@ -408,8 +488,7 @@ def test_teardown_of_a_claimed_undeployed_node(provider, api):
 
 
 def test_failed_teardown(provider, api, clock):
-    api.get_node.side_effect = [node('active'),
-                                node('error', last_error='BMC gone')]
+    answers(api, node('active'), node('error', last_error='BMC gone'))
     with pytest.raises(exception.TeardownFailed) as e:
         provider.teardown(reservation(lifecycle.State.ACTIVE))
     assert 'BMC gone' in str(e.value)
@@ -437,9 +516,8 @@ def test_teardown_with_ironic_down(provider, api):
 # -- rebuild ------------------------------------------------------------------
 
 def test_rebuild_reimages_in_place(provider, api, clock):
-    api.get_node.side_effect = [node('rebuild', target='active'),
-                                node('deploying', target='active'),
-                                node('active')]
+    answers(api, node('rebuild', target='active'),
+            node('deploying', target='active'), node('active'))
     provider.rebuild(reservation(lifecycle.State.ACTIVE), deployment(
         instance_info=dict(INFO, preserve_ephemeral='True')))
     info = written_info(api)
@@ -448,7 +526,8 @@ def test_rebuild_reimages_in_place(provider, api, clock):
     assert info['image_source'] == IMAGE
     api.set_provision_state.assert_called_once_with(NODE, 'rebuild',
                                                     body=None)
-    assert api.get_node.call_count == 3
+    # Two checks of who holds the node, three reads of the wait.
+    assert api.get_node.call_count == 5
     # A rebuild keeps the node and its network.
     assert not api.attach_vif.called and not api.detach_vif.called
 
@@ -471,11 +550,14 @@ def test_rebuild_failure(provider, api, clock):
 
 
 def test_rebuild_refused(provider, api):
+    api.get_node.return_value = marked('active')
     api.set_provision_state.side_effect = api_error(400, 'in maintenance')
     with pytest.raises(exception.DeployFailed) as e:
         provider.rebuild(reservation(lifecycle.State.ACTIVE), deployment())
     assert 'in maintenance' in str(e.value)
-    assert not api.get_node.called
+    # Only the checks of who holds the node: no wait began.
+    assert {c.kwargs['fields'] for c in api.get_node.call_args_list} == {
+        deploy.HOLDER_FIELDS}
 
 
 def test_rebuild_wait_is_bounded(provider, api, conf, clock):

@@ -1,0 +1,96 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The ownership mark on an Ironic node, and writes guarded by it.
+
+A claim writes, in the same PATCH that sets ``instance_uuid``::
+
+    instance_info["ironic_multi"] = {
+        "<instance uuid>": {"group": "<group>", "claimer": "<member>"}}
+
+(in allocation mode the allocation's ``extra`` carries the same mark, and
+the node gets it as soon as the allocation is active).  A node is a
+group's when the mark under its *current* ``instance_uuid`` names the
+group: a stale mark left by an earlier instance names another UUID and
+counts for nothing.
+
+The mark's path holds the instance UUID, and JSON Patch refuses to
+``replace`` a path that does not exist: a write that starts with
+:func:`guard` is applied only while the node, as Ironic reads it to apply
+the patch, still carries that instance's mark.  Ironic's PATCH has no
+``test`` operation; this is the conditional write it does have.  The
+window left is inside Ironic, between its read of the node and its save
+(see ``doc/source/failures.rst``).
+
+Ironic clears ``instance_info`` when it tears a node down, so the mark
+goes with the deployment.  Failures, quarantine and tear downs are marked
+in ``extra`` instead (:mod:`.provider`), where they outlive it.
+"""
+
+KEY = 'ironic_multi'
+PATH = '/instance_info/%s' % KEY
+
+
+def mark(group, claimer=None):
+    """The mark a claim by member ``claimer`` of ``group`` writes."""
+    found = {'group': group}
+    if claimer:
+        found['claimer'] = claimer
+    return found
+
+
+def claim_patch(instance_uuid, value):
+    """The one atomic write of a claim: the instance and its mark."""
+    return [{'op': 'add', 'path': '/instance_uuid', 'value': instance_uuid},
+            {'op': 'add', 'path': PATH, 'value': {instance_uuid: value}}]
+
+
+def mark_patch(instance_uuid, value):
+    """Write the mark alone (allocation claims, upgrades)."""
+    return [{'op': 'add', 'path': PATH, 'value': {instance_uuid: value}}]
+
+
+def guard(instance_uuid, group):
+    """A no-op that makes a PATCH fail unless the mark is still there.
+
+    ``group`` must be the group the mark names now.
+    """
+    return {'op': 'replace',
+            'path': '%s/%s/group' % (PATH, instance_uuid), 'value': group}
+
+
+def release_patch(instance_uuid, group):
+    """Clear the instance and its mark, if the node still carries both."""
+    return [guard(instance_uuid, group),
+            {'op': 'remove', 'path': PATH},
+            {'op': 'remove', 'path': '/instance_uuid'}]
+
+
+def of(node):
+    """The mark of the node's current instance, or None.
+
+    Needs the node's ``instance_uuid`` and ``instance_info``.
+    """
+    instance_uuid = node.get('instance_uuid')
+    if not instance_uuid:
+        return None
+    marks = (node.get('instance_info') or {}).get(KEY)
+    found = marks.get(instance_uuid) if isinstance(marks, dict) else None
+    return found if isinstance(found, dict) and found.get('group') else None
+
+
+def of_allocation(allocation):
+    """The mark in an allocation's ``extra``, or None."""
+    found = (allocation.get('extra') or {}).get(KEY)
+    return found if isinstance(found, dict) and found.get('group') else None
