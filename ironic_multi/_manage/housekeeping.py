@@ -30,7 +30,9 @@ class _Spares(columns.FormattableColumn):
 
 
 def _line(action):
-    if action.get('error'):
+    if action.get('deferred'):
+        outcome = 'left for the next pass'
+    elif action.get('error'):
         outcome = 'failed: %s' % action['error']
     else:
         outcome = 'done' if action.get('done') else 'not done'
@@ -44,8 +46,13 @@ class HousekeepingRun(base.ShowOne):
 
     Only the service that leads housekeeping answers (another one takes
     the lead if nobody holds it).  Actions lists what the pass did or,
-    with --dry-run, would do; Short Of Spares the resource classes below
-    their [ironic_multi]spare_targets.
+    with --dry-run, would do; Foreign counts the reservations without this
+    group's ownership mark, which housekeeping never touches; Skipped the
+    rules that did not run, and why (Nova could not be asked); Stopped why
+    the pass stopped early (its time bound, or a doubt about its
+    leadership), what it left being listed as left for the next pass;
+    Short Of Spares the resource classes below their
+    [ironic_multi]spare_targets.
     """
 
     def get_parser(self, prog_name):
@@ -71,9 +78,13 @@ class HousekeepingRun(base.ShowOne):
                                    % (host, answer['error']))
         report = answer.get('result') or {}
         actions = report.get('actions') or []
-        return (('Leader', 'Dry Run', 'Actions', 'Short Of Spares',
-                 'Seconds'),
+        skipped = report.get('skipped') or {}
+        return (('Leader', 'Dry Run', 'Actions', 'Foreign', 'Skipped',
+                 'Stopped', 'Short Of Spares', 'Seconds'),
                 (host, base.YesNo(parsed_args.dry_run),
                  base.Lines(actions, [_line(a) for a in actions]),
+                 base.Maybe(report.get('foreign')),
+                 base.Counters(skipped),
+                 base.Maybe(report.get('stopped')),
                  _Spares(report.get('short_of_spares') or {}),
                  base.Maybe(report.get('seconds'))))

@@ -18,15 +18,25 @@ from ironic_multi._manage import base
 from ironic_multi import exception
 
 COLUMNS = ('Instance', 'Node', 'State', 'Host', 'Shard', 'Resource Class',
-           'Power State')
+           'Power State', 'Foreign')
 
 
-def _row(reservation):
+def _foreign(reservation, group):
+    """Whose a reservation is when it is not ``group``'s, else None."""
+    if reservation.owned_by(group):
+        return None
+    if reservation.group is None:
+        return 'unmarked'
+    return 'group %s' % reservation.group
+
+
+def _row(reservation, group):
     return (reservation.instance_uuid, base.Maybe(reservation.node_uuid),
             str(reservation.state), base.Maybe(reservation.host),
             base.Maybe(reservation.shard),
             base.Maybe(reservation.resource_class),
-            str(reservation.power_state))
+            str(reservation.power_state),
+            base.Maybe(_foreign(reservation, group)))
 
 
 def _add_instance(parser):
@@ -47,7 +57,11 @@ class ReservationsList(base.Lister):
     Read from the node provider (the source of truth), with the lifecycle
     state, the compute service host that owns the instance (once its
     deploy began), the node's shard and resource class.  A failed claim
-    that holds no node shows with Node "-".
+    that holds no node shows with Node "-".  Reservations without this
+    coordination group's ownership mark are listed too, with Foreign
+    saying whose they are ("group X", or "unmarked": another deployer's,
+    or claimed before marks); no command acts on them.  The count of
+    foreign ones goes to standard error.
     """
 
     def get_parser(self, prog_name):
@@ -62,16 +76,20 @@ class ReservationsList(base.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        rows = []
-        for reservation in sorted(
-                self.sources.provider().reservations(),
-                key=lambda r: r.instance_uuid):
+        provider = self.sources.provider()
+        rows, foreign = [], 0
+        for reservation in sorted(provider.reservations(),
+                                  key=lambda r: r.instance_uuid):
             if parsed_args.host and reservation.host != parsed_args.host:
                 continue
             if parsed_args.state and str(reservation.state) != (
                     parsed_args.state):
                 continue
-            rows.append(_row(reservation))
+            foreign += not reservation.owned_by(provider.group)
+            rows.append(_row(reservation, provider.group))
+        self.app.stderr.write('%d of %d reservation(s) listed are not group '
+                              '%s\'s: they are never acted on\n'
+                              % (foreign, len(rows), provider.group))
         return COLUMNS, rows
 
 
@@ -90,8 +108,9 @@ class ReservationsShow(base.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        return COLUMNS, _row(_lookup(self.sources.provider(),
-                                     parsed_args.instance))
+        provider = self.sources.provider()
+        return COLUMNS, _row(_lookup(provider, parsed_args.instance),
+                             provider.group)
 
 
 class ReservationsRelease(base.ShowOne):
@@ -100,8 +119,10 @@ class ReservationsRelease(base.ShowOne):
     The node becomes free for claims; it is not torn down, so this is for
     claims that never deployed, or whose node was cleaned otherwise (the
     housekeeper tears down and releases the nodes of deleted instances on
-    its own).  Asks for confirmation on the terminal unless --yes; without
-    a terminal, --yes is required.  Shows the reservation as it was.
+    its own).  Only this coordination group's reservations: one without
+    its ownership mark is refused.  Asks for confirmation on the terminal
+    unless --yes; without a terminal, --yes is required.  Shows the
+    reservation as it was.
     """
 
     def get_parser(self, prog_name):
@@ -115,10 +136,14 @@ class ReservationsRelease(base.ShowOne):
     def take_action(self, parsed_args):
         provider = self.sources.provider()
         found = _lookup(provider, parsed_args.instance)
+        if not found.owned_by(provider.group):
+            raise exception.ForeignReservation(
+                instance=found.instance_uuid, node=found.node_uuid or '-',
+                group=found.group or '(none)', ours=provider.group)
         if not parsed_args.yes:
             self._confirm(found)
         provider.release(parsed_args.instance)
-        return COLUMNS, _row(found)
+        return COLUMNS, _row(found, provider.group)
 
     def _confirm(self, reservation):
         stdin = self.app.stdin

@@ -45,10 +45,13 @@ class ClaimStrategy(object):
     :param batch_size: candidates per attempt (``claim_candidates``).
     :param timeout: seconds one claim may take (``claim_timeout``).
     :param stats: a :class:`~.stats.Stats` for claims, races and latency.
+    :param claimer: the member id the claims' ownership marks name.
     """
 
-    def __init__(self, provider, ring, batch_size, timeout, stats):
+    def __init__(self, provider, ring, batch_size, timeout, stats,
+                 claimer=None):
         self._provider = provider
+        self._claimer = claimer
         self._ring = ring
         self._batch_size = batch_size
         self._timeout = timeout
@@ -102,7 +105,8 @@ class ClaimStrategy(object):
             batch, mine, candidates = self._take(candidates)
             try:
                 return self._provider.claim(batch, instance_uuid,
-                                            requirements, deadline)
+                                            requirements, deadline,
+                                            claimer=self._claimer)
             except exception.NodeAlreadyClaimed as e:
                 self._stats.count('claim races lost')
                 LOG.debug('Claim for %(instance)s lost a race in %(stage)s: '

@@ -13,30 +13,43 @@
 #    under the License.
 
 """The housekeeper: repairs what crashes, lost answers and local deletes
-leave behind.
+leave behind, on this group's own nodes only.
 
 Only the housekeeper releases or quarantines on its own initiative
 (Nodepool's rule that one component deletes); everything else only marks.
-One member of the group runs it at a time (:mod:`.leader`).  A pass:
+And it deletes only what its group created: a reservation without the
+group's ownership mark (another deployer's, another group's, or one made
+before marks) is counted and reported, never acted on.  One member of the
+group runs it at a time (:mod:`.leader`).  A pass:
 
-1. releases reservations whose instance the consumer (Nova) does not have
-   or has deleted, once seen so for ``orphan_grace_period``, tearing their
-   node down first (an instance deleted while its compute was down, a
-   lost-answer claim that landed after its instance was gone, an
-   ``active`` node with no instance);
+1. tears down and releases the group's reservations whose instance the
+   consumer (Nova) has deleted or does not have, once seen so for
+   ``orphan_grace_period`` (an instance deleted while its compute was
+   down, a lost-answer claim that landed after its instance was gone);
+   when the consumer cannot be asked, this rule does nothing in that pass;
 2. releases claims that never got to deploy within
-   ``stuck_claim_timeout`` (the service crashed between claim and deploy);
-3. releases failed claims that hold no node (allocations in error);
-4. tries to recover nodes left in a failed state (a failed tear down may
-   leave the tenant's data), counting each try as a failure;
-5. quarantines nodes with ``quarantine_after_failures`` failures in a row,
-   keeping at most ``max_preserved`` under the ``keep`` or ``cycle``
-   scheme (Octavia's preservation of failed units);
+   ``stuck_claim_timeout`` and whose claiming member has left the group
+   (the service crashed between claim and deploy): a claim queued behind
+   the deploy throttle of a live service is never stuck;
+3. deletes failed claims that hold no node (allocations in error) whose
+   claimer is gone and whose instance is not being built;
+4. tries to recover the group's nodes left in a failed state (a failed
+   tear down may leave the tenant's data), counting each try as a failure;
+5. quarantines the group's nodes with ``quarantine_after_failures``
+   failures in a row, keeping at most ``max_preserved`` under the ``keep``
+   or ``cycle`` scheme (Octavia's preservation of failed units); a node
+   the quarantine has no room for stays out of claims by its failure
+   count;
 6. warns when a resource class has fewer free nodes than its spare target.
 
-Every action is logged with its reason and counted.  First sightings are
-kept in memory: a new leader waits a grace period again, which only
-delays.
+Before each action it confirms its leadership with the backend and
+re-reads the node, which must still hold the same instance under the same
+mark, in the state the rule saw: the first doubt about leadership ends
+the destruction for the pass.  A pass is bounded by
+``housekeeping_pass_timeout``: what it did not get to is reported as left
+for the next one.  Every action is logged with its reason and counted.
+First sightings are kept in memory: a new leader waits a grace period
+again, which only delays.
 """
 
 import dataclasses
@@ -53,11 +66,24 @@ LOG = logging.getLogger(__name__)
 # What a consumer says of an instance.
 GONE = 'gone'
 """The consumer deleted the instance, or never had it."""
+# The consumer's word for an instance whose build goes on (Nova's
+# ``vm_state``): its claim may be retried.
+BUILDING = 'building'
+
+# Rules that ask the consumer, and fail closed when it cannot answer.
+ORPHANS = 'orphans'
+FAILED_CLAIMS = 'failed claims'
+# A rule that asks who is in the group.
+STUCK_CLAIMS = 'stuck claims'
 
 
 @dataclasses.dataclass
 class Action:
-    """One thing the housekeeper did, or would do on a dry run."""
+    """One thing the housekeeper did, would do, or left for later.
+
+    :ivar deferred: not tried: the pass stopped first (see
+        :attr:`Report.stopped`).
+    """
 
     kind: str
     reason: str
@@ -65,6 +91,7 @@ class Action:
     instance_uuid: str = None
     done: bool = False
     error: str = None
+    deferred: bool = False
 
     def as_dict(self):
         return dataclasses.asdict(self)
@@ -72,57 +99,134 @@ class Action:
 
 @dataclasses.dataclass
 class Report:
+    """What one pass did, skipped and left.
+
+    :ivar foreign: reservations without this group's mark (never touched).
+    :ivar skipped: ``{rule: why}`` of rules that did not run.
+    :ivar stopped: why the pass stopped early, or None.
+    :ivar out_of_service: nodes beyond the quarantine's room, kept out of
+        claims by their failure count.
+    """
+
     actions: list = dataclasses.field(default_factory=list)
     short_of_spares: dict = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
+    foreign: int = 0
+    skipped: dict = dataclasses.field(default_factory=dict)
+    stopped: str = None
+    out_of_service: list = dataclasses.field(default_factory=list)
+
+    @property
+    def deferred(self):
+        return [a for a in self.actions if a.deferred]
 
     def as_dict(self):
         return {'actions': [a.as_dict() for a in self.actions],
                 'short_of_spares': self.short_of_spares,
-                'seconds': round(self.seconds, 3)}
+                'seconds': round(self.seconds, 3),
+                'foreign': self.foreign, 'skipped': dict(self.skipped),
+                'stopped': self.stopped,
+                'deferred': len(self.deferred),
+                'out_of_service': list(self.out_of_service)}
+
+
+class _Changed(Exception):
+    """The node is no longer as the rule saw it: the action is moot."""
 
 
 class Housekeeper(object):
-    """One pass at a time over everything a provider holds.
+    """One pass at a time over what a provider holds for this group.
 
     :param conf: ironic-multi's options.
-    :param provider: the node provider.
+    :param provider: the node provider; its ``group`` is this group.
     :param consumers: ``f(instance_uuids) -> {uuid: state}`` where the
-        state is the consumer's (Nova's ``vm_state``) or :data:`GONE`;
-        None when no consumer can be asked: orphans are then left alone.
+        state is the consumer's (Nova's ``vm_state``) or :data:`GONE`, and
+        an instance it does not know is left out; None when no consumer
+        can be asked.  Any exception it raises means "cannot tell".
     :param capacity: ``f() -> {resource_class: {'total', 'free'}}`` of the
         cluster, for the spare targets; None skips them.
     :param stats: a :class:`~.stats.Stats` to count actions in, or None.
+    :param fence: ``f()``, raising LeadershipLost unless this member may
+        still destroy; called before every action.  None: no fence (a
+        caller that is the only actor, such as a test).
+    :param members: ``f() -> {member id}`` of the group's live members, or
+        None when they cannot be known.
     """
 
     def __init__(self, conf, provider, consumers=None, capacity=None,
-                 stats=None):
+                 stats=None, fence=None, members=None):
         self._opts = conf.ironic_multi
         self._provider = provider
+        self._group = provider.group
         self.consumers = consumers
         self._capacity = capacity
         self._stats = stats
+        self.fence = fence
+        self.members = members
         # {(kind, instance): time first seen}
         self._seen = {}
 
     def run(self, dry_run=False):
         """One pass; returns its :class:`Report`."""
         started = time.monotonic()
-        report = Report()
-        self._do = _Doer(report, dry_run, self._stats)
+        self._report = report = Report()
+        self._do = _Doer(report, dry_run, self._stats, self.fence,
+                         started + self._opts.housekeeping_pass_timeout)
         troubled = self._provider.troubled_nodes()
         # Oldest first: the "cycle" scheme returns them first.
-        self._quarantined = sorted((t for t in troubled if t.quarantined_at),
-                                   key=lambda t: t.quarantined_at)
-        self._reservations(self._provider.reservations())
+        self._quarantined = sorted(
+            (t for t in troubled if t.quarantined_at and self._ours(t)),
+            key=lambda t: t.quarantined_at)
+        self._reservations(self._provider.reservations(), report)
         self._troubled(troubled)
         report.short_of_spares = self._spares()
         report.seconds = time.monotonic() - started
         LOG.info('Housekeeping pass%(dry)s: %(count)d action(s) in '
-                 '%(seconds).2f s',
-                 {'count': len(report.actions), 'seconds': report.seconds,
-                  'dry': ' (dry run)' if dry_run else ''})
+                 '%(seconds).2f s, %(deferred)d left for the next pass; '
+                 '%(foreign)d reservation(s) of others left alone%(skipped)s',
+                 {'count': len(report.actions) - len(report.deferred),
+                  'deferred': len(report.deferred),
+                  'seconds': report.seconds, 'foreign': report.foreign,
+                  'dry': ' (dry run)' if dry_run else '',
+                  'skipped': ''.join('; %s not checked: %s' % item
+                                     for item in sorted(
+                                         report.skipped.items()))})
         return report
+
+    def _ours(self, marked):
+        return marked.group is not None and marked.group == self._group
+
+    # -- what the rules ask -------------------------------------------------
+
+    def _consumer_states(self, reservations, report):
+        """``{uuid: state}`` from the consumer, or None when it cannot say.
+
+        Fails closed: no answer means no orphan.
+        """
+        if self.consumers is None:
+            why = 'no consumer to ask'
+        else:
+            try:
+                if not reservations:
+                    return {}
+                return self.consumers([r.instance_uuid for r in reservations])
+            except Exception as e:
+                why = 'the consumer cannot be asked: %s' % (
+                    str(e) or type(e).__name__)
+                LOG.warning('Housekeeping leaves orphans and failed claims '
+                            'alone this pass: %s', why)
+        report.skipped[ORPHANS] = report.skipped[FAILED_CLAIMS] = why
+        return None
+
+    def _live_members(self, report):
+        if self.members is None:
+            return None
+        try:
+            return set(self.members())
+        except exception.IronicMultiError as e:
+            report.skipped[STUCK_CLAIMS] = (
+                'the group\'s members cannot be listed: %s' % e)
+            return None
 
     # -- reservations -----------------------------------------------------
 
@@ -133,19 +237,28 @@ class Housekeeper(object):
         alive.add(key)
         return now - first >= period
 
-    def _reservations(self, reservations):
+    def _reservations(self, reservations, report):
         now = time.monotonic()
         alive = set()
-        known = {}
-        if self.consumers is not None and reservations:
-            known = self.consumers([r.instance_uuid for r in reservations])
-        for reservation in reservations:
+        ours = [r for r in reservations if self._ours(r)]
+        report.foreign = len(reservations) - len(ours)
+        known = self._consumer_states(ours, report)
+        live = self._live_members(report)
+        for reservation in ours:
             instance = reservation.instance_uuid
+            # An instance the consumer does not know is gone: the mark says
+            # that this group claimed it for the consumer.
+            state = None if known is None else known.get(instance, GONE)
             if reservation.node_uuid is None:
-                self._do('release failed claim', 'the claim failed and '
-                         'holds no node', self._release, reservation)
-            elif (self.consumers is not None
-                  and known.get(instance, GONE) == GONE):
+                if (state is not None and state != BUILDING
+                        and not _claimer_lives(reservation, live)):
+                    self._do('release failed claim', 'the claim failed, '
+                             'holds no node, and its instance is %s' % state,
+                             self._release, reservation)
+            elif state == GONE:
+                if reservation.state == lifecycle.State.RELEASING:
+                    # Torn down already; the provider ends it.
+                    continue
                 if self._overdue('orphan', instance,
                                  self._opts.orphan_grace_period, now, alive):
                     self._do('release orphan', 'the instance is gone from '
@@ -153,50 +266,97 @@ class Housekeeper(object):
                              reservation)
             elif (reservation.state == lifecycle.State.CLAIMED
                   and reservation.host is None):
-                if self._overdue('stuck', instance,
-                                 self._opts.stuck_claim_timeout, now, alive):
+                if live is None:
+                    report.skipped.setdefault(
+                        STUCK_CLAIMS, 'the group\'s members are unknown')
+                elif _claimer_lives(reservation, live):
+                    # Queued behind the deploy throttle, or deploying now.
+                    continue
+                elif self._overdue('stuck', instance,
+                                   self._opts.stuck_claim_timeout, now,
+                                   alive):
                     self._do('time out stuck claim', 'claimed %d s ago or '
-                             'more and never deployed'
-                             % self._opts.stuck_claim_timeout,
+                             'more, never deployed, and its claimer %s is '
+                             'gone' % (self._opts.stuck_claim_timeout,
+                                       reservation.claimer or '(unknown)'),
                              self._release, reservation)
         # Forget what resolved itself.
         self._seen = {key: seen for key, seen in self._seen.items()
                       if key in alive}
 
+    def _fresh(self, reservation):
+        """The reservation as it is now, if nothing changed that matters.
+
+        :raises _Changed: it holds another node or none, lost the mark, or
+            moved to another state.
+        """
+        current = self._provider.lookup(reservation.instance_uuid)
+        if current is None:
+            raise _Changed('released meanwhile')
+        if current.node_uuid != reservation.node_uuid:
+            raise _Changed('now on node %s' % current.node_uuid)
+        if not self._ours(current):
+            raise _Changed('now marked for group %s' % current.group)
+        if current.state != reservation.state:
+            raise _Changed('now %s, not %s' % (current.state,
+                                               reservation.state))
+        return current
+
     def _release(self, reservation):
+        self._fresh(reservation)
         self._provider.release(reservation.instance_uuid)
 
     def _teardown_and_release(self, reservation):
+        current = self._fresh(reservation)
+        if current.state == lifecycle.State.ERROR:
+            # The last tear down failed: this try counts, and enough of
+            # them quarantine the node with the dead instance on it.
+            failures = self._provider.record_failure(
+                current.node_uuid, 'tear down of a gone instance failed')
+            if failures >= self._opts.quarantine_after_failures:
+                # Out of service with the dead instance's data, for an
+                # operator to look at; the claim of the dead instance goes.
+                self._quarantine(base.TroubledNode(
+                    node_uuid=current.node_uuid, failures=failures,
+                    reason='tear down failed', group=self._group))
+                self._provider.release(current.instance_uuid)
+                return
         try:
-            self._provider.teardown(reservation)
+            # Not waited for: Ironic ends the reservation when its tear
+            # down ends, and the next pass sees how it went.
+            if not self._provider.teardown(current, wait=False):
+                return
         except exception.TeardownFailed as e:
             # The node may hold the tenant's data: it stays with the dead
             # instance, and out of service, until a tear down works or
             # the count says to quarantine it.
-            failures = self._provider.record_failure(
-                reservation.node_uuid, 'tear down failed: %s' % e)
-            if failures < self._opts.quarantine_after_failures:
-                raise
-            self._quarantine(base.TroubledNode(
-                node_uuid=reservation.node_uuid, failures=failures,
-                reason=str(e)), self._quarantined)
-        self._provider.release(reservation.instance_uuid)
+            self._provider.record_failure(current.node_uuid,
+                                          'tear down failed: %s' % e)
+            raise
+        self._provider.release(current.instance_uuid)
 
     # -- troubled nodes ---------------------------------------------------
 
     def _troubled(self, troubled):
         limit = self._opts.quarantine_after_failures
-        quarantined = self._quarantined
         for node in troubled:
+            if not self._ours(node):
+                continue
             if node.quarantined_at or node.holder:
                 continue
             if node.failures >= limit:
-                self._quarantine(node, quarantined)
+                self._quarantine(node)
             elif node.failed_state:
                 self._do('recover node', 'in %s (%s); try %d of %d' % (
                          node.failed_state, node.reason or '-',
                          node.failures + 1, limit),
                          self._recover, node)
+            elif node.stale:
+                # A tear down this group asked for ended well: its note
+                # would otherwise make a later owner's failure look ours.
+                self._do('forget tear down', 'the node is healthy again',
+                         lambda n: self._provider.clear_failures(
+                             n.node_uuid), node)
 
     def _recover(self, node):
         # Each try counts: a node that never recovers is quarantined.
@@ -204,16 +364,23 @@ class Housekeeper(object):
                                       % node.failed_state)
         self._provider.recover(node.node_uuid)
 
-    def _quarantine(self, node, quarantined):
+    def _quarantine(self, node):
+        quarantined = self._quarantined
         reason = '%d failures in a row, last: %s' % (node.failures,
                                                      node.reason or '-')
         preserved = self._opts.max_preserved
         if len(quarantined) >= preserved:
             if self._opts.preserve_scheme != 'cycle' or not preserved:
-                self._do('return to service', 'quarantine is full (%d): '
-                         'not preserved' % preserved,
-                         lambda n: self._provider.clear_failures(n.node_uuid),
-                         node)
+                # Out of claims by its failure count all the same, until an
+                # operator clears it: never back to the users it failed.
+                LOG.warning('Node %(node)s failed %(failures)d times in a '
+                            'row; the quarantine is full (%(preserved)d), '
+                            'so it stays out of service by its failure '
+                            'count, not in maintenance',
+                            {'node': node.node_uuid,
+                             'failures': node.failures,
+                             'preserved': preserved})
+                self._report.out_of_service.append(node.node_uuid)
                 return
             oldest = quarantined.pop(0)
             self._do('unquarantine', 'cycled out for a newer failure',
@@ -243,13 +410,25 @@ class Housekeeper(object):
         return short
 
 
-class _Doer(object):
-    """Runs, logs and counts the actions of one pass."""
+def _claimer_lives(reservation, live):
+    """Whether the member that made the claim is in the group now."""
+    return (live is not None and reservation.claimer is not None
+            and reservation.claimer in live)
 
-    def __init__(self, report, dry_run, stats):
+
+class _Doer(object):
+    """Runs, logs and counts the actions of one pass, fenced and bounded.
+
+    Before each action: the pass's bound, then the fence.  Once either
+    says stop, the remaining actions are only recorded, as deferred.
+    """
+
+    def __init__(self, report, dry_run, stats, fence, deadline):
         self._report = report
         self._dry_run = dry_run
         self._stats = stats
+        self._fence = fence
+        self._deadline = deadline
 
     def __call__(self, kind, reason, function, subject):
         action = Action(kind=kind, reason=reason,
@@ -261,19 +440,58 @@ class _Doer(object):
             LOG.info('Housekeeping would %(kind)s (node %(node)s, instance '
                      '%(instance)s): %(reason)s', _fields(action))
             return
+        if self._report.stopped is None:
+            self._check()
+        if self._report.stopped is not None:
+            action.deferred = True
+            return
         try:
             function(subject)
+        except _Changed as e:
+            action.error = 'not done: %s' % e
+            LOG.info('Housekeeping did not %(kind)s (node %(node)s, '
+                     'instance %(instance)s): %(error)s',
+                     dict(_fields(action), error=e))
+            return
+        except exception.LeadershipLost as e:
+            self._stop(str(e))
+            action.deferred = True
+            return
         except exception.IronicMultiError as e:
             action.error = str(e)
             LOG.warning('Housekeeping failed to %(kind)s (node %(node)s, '
                         'instance %(instance)s): %(error)s',
                         dict(_fields(action), error=e))
             return
+        except Exception as e:
+            # A bug must not end the pass: the other repairs go on.
+            action.error = '%s: %s' % (type(e).__name__, e)
+            LOG.exception('Housekeeping failed unexpectedly to %(kind)s '
+                          '(node %(node)s, instance %(instance)s)',
+                          _fields(action))
+            return
         action.done = True
         LOG.warning('Housekeeping did %(kind)s (node %(node)s, instance '
                     '%(instance)s): %(reason)s', _fields(action))
         if self._stats is not None:
             self._stats.count('housekeeping: %s' % kind)
+
+    def _check(self):
+        if time.monotonic() >= self._deadline:
+            self._stop('the pass reached housekeeping_pass_timeout; the '
+                       'rest is left for the next pass')
+            return
+        if self._fence is None:
+            return
+        try:
+            self._fence()
+        except exception.LeadershipLost as e:
+            self._stop(str(e))
+
+    def _stop(self, why):
+        self._report.stopped = why
+        LOG.warning('Housekeeping stops its destructive actions for this '
+                    'pass: %s', why)
 
 
 def _fields(action):

@@ -24,7 +24,10 @@ the health of its instances' nodes and, when it leads the group, keeps
 house.
 
 The ring only keeps services out of each other's way; the provider's
-atomic claim is what makes a reservation safe.
+atomic claim is what makes a reservation safe.  Each claim carries the
+group's ownership mark: the Reserver acts on its own initiative only on
+what its group marked, and Nova's requests about an instance never reach
+a node that another group marked.
 """
 
 import threading
@@ -46,6 +49,7 @@ from ironic_multi._reservation import ring as ring_mod
 from ironic_multi._reservation import stats as stats_mod
 from ironic_multi._reservation import throttle as throttle_mod
 from ironic_multi._reservation import worker as worker_mod
+from ironic_multi import conf as im_conf
 from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
@@ -68,6 +72,7 @@ class Reserver(object):
     """
 
     def __init__(self, conf, host=None, provider=None, membership=None):
+        im_conf.check(conf)
         self.conf = conf
         self._opts = opts = conf.ironic_multi
         self.provider = provider or providers.load_provider(conf)
@@ -81,17 +86,20 @@ class Reserver(object):
             self.membership, retain_seconds=(
                 opts.membership_timeout + 2 * opts.pool_refresh_interval))
         self.ring = ring_mod.ShardRing(self.membership, opts.ring_partitions)
+        self.group = self.provider.group
         self._claims = claims.ClaimStrategy(
             self.provider, self.ring, opts.claim_candidates,
-            opts.claim_timeout, self.stats)
+            opts.claim_timeout, self.stats,
+            claimer=self.membership.member_id)
         self.health = health_mod.HealthPoll(
             self.provider, self.host, max_age=2 * opts.health_poll_interval)
         self.throttle = throttle_mod.DeployThrottle(
             opts.max_concurrent_deploys, opts.deploy_queue_timeout)
+        self.leadership = leader.Leadership(self.membership, 'housekeeper')
         self.housekeeper = housekeeper_mod.Housekeeper(
             conf, self.provider, capacity=self.cluster_capacity,
-            stats=self.stats)
-        self.leadership = leader.Leadership(self.membership, 'housekeeper')
+            stats=self.stats, fence=self.leadership.confirm,
+            members=self.membership.members)
         self.desk = board.Desk(self.host, {
             'flush': self._serve_flush,
             'housekeeping': self._serve_housekeeping})
@@ -225,13 +233,44 @@ class Reserver(object):
 
     # -- housekeeping -----------------------------------------------------
 
-    def set_consumers(self, consumers):
+    def set_consumers(self, consumers, identity=None):
         """Tell the housekeeper how to ask the consumer about instances.
 
         ``consumers(instance_uuids) -> {uuid: state}``; see
         :class:`~.housekeeper.Housekeeper`.
+
+        :param identity: what tells this consumer from another (a Nova
+            cell), published to the group.  A group serves one consumer:
+            a member of another would find this one's instances unknown,
+            and take them for orphans.  While the live members publish
+            different identities, the consumer counts as one that cannot
+            be asked.
         """
-        self.housekeeper.consumers = consumers
+        if identity is not None:
+            self.publish_extra(consumer=identity)
+        self.housekeeper.consumers = (
+            consumers if consumers is None or identity is None
+            else self._one_consumer(consumers, identity))
+
+    def _one_consumer(self, consumers, identity):
+        def ask(instance_uuids):
+            others = self.foreign_consumers(identity)
+            if others:
+                raise exception.ConfigInvalid(reason=(
+                    'the members of coordination group %s serve different '
+                    'consumers (Nova cells): %s has %s, %s. Give each cell '
+                    'a coordination_group of its own' % (
+                        self.group, self.host, identity, ', '.join(
+                            '%s has %s' % item
+                            for item in sorted(others.items())))))
+            return consumers(instance_uuids)
+        return ask
+
+    def foreign_consumers(self, identity):
+        """``{host: identity}`` of live members serving another consumer."""
+        return {payload.get('host', member): payload['consumer']
+                for member, payload in self.membership.published().items()
+                if payload.get('consumer') not in (None, identity)}
 
     def housekeep(self, dry_run=False):
         """A housekeeping pass if this member leads; its report or None."""
@@ -275,6 +314,8 @@ class Reserver(object):
         """Release the node of ``instance_uuid``; idempotent.
 
         Never a node that another host has adopted since.
+
+        :raises ForeignReservation: another group marked it.
         """
         reservation = self.provider.lookup(instance_uuid)
         if reservation is not None and not self._ours(reservation):
@@ -286,11 +327,52 @@ class Reserver(object):
         """The reservation of ``instance_uuid``, or None."""
         return self.provider.lookup(instance_uuid)
 
+    def own(self, instance_uuids):
+        """Mark the nodes of the consumer's own instances as this group's.
+
+        The upgrade from a version without ownership marks: the consumer
+        names the instances it has on this host; their nodes, claimed
+        unmarked, get this group's mark, and from then on the housekeeper
+        looks after them.  A node another group marked is left alone.
+
+        :returns: the instances whose nodes were marked now.
+        """
+        wanted = set(instance_uuids)
+        marked = []
+        # One listing, and a write only where a mark is missing.
+        for reservation in sorted(self.provider.reservations(),
+                                  key=lambda r: r.instance_uuid):
+            if (reservation.instance_uuid in wanted
+                    and reservation.node_uuid is not None
+                    and reservation.group is None):
+                self.provider.own(reservation.instance_uuid)
+                marked.append(reservation.instance_uuid)
+        if marked:
+            LOG.warning('Host %(host)s marked %(count)d node(s) claimed '
+                        'before ownership marks as group %(group)s\'s: '
+                        '%(instances)s',
+                        {'host': self.host, 'count': len(marked),
+                         'group': self.group,
+                         'instances': ', '.join(marked)})
+        return marked
+
     def instances(self):
         """``{instance_uuid: reservation}`` of this host's instances."""
         return self.provider.instances(self.host)
 
     def _ours(self, reservation):
+        """Whether a request about the instance may act on its node.
+
+        The consumer asks about its own instance, so a node without any
+        mark is one claimed before marks, and is acted on.
+
+        :raises ForeignReservation: another group marked the node.
+        """
+        if reservation.group not in (None, self.group):
+            raise exception.ForeignReservation(
+                instance=reservation.instance_uuid,
+                node=reservation.node_uuid, group=reservation.group,
+                ours=self.group)
         # A service that comes back after another adopted its instances
         # must leave them alone.
         if reservation.host in (None, self.host):
@@ -389,12 +471,18 @@ class Reserver(object):
     def adopt(self, instance_uuid):
         """Make this host the owner of an instance (a takeover).
 
+        A node claimed before ownership marks gets this group's mark: the
+        consumer put the instance on a host of this group.
+
         :returns: the reservation as it was before.
         :raises ReservationNotFound: the instance holds no node.
+        :raises ForeignReservation: another group marked the node.
         """
         reservation = self.provider.lookup(instance_uuid)
         if reservation is None or reservation.node_uuid is None:
             raise exception.ReservationNotFound(instance=instance_uuid)
+        if not reservation.owned_by(self.group):
+            self.provider.own(instance_uuid)
         self.provider.mark_host(reservation, self.host)
         LOG.info('Host %(host)s adopted instance %(instance)s (node '
                  '%(node)s) from %(previous)s',

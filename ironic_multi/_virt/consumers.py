@@ -19,10 +19,20 @@ reads the cell database): an instance that is deleted, or that Nova never
 had, is gone.
 """
 
+import hashlib
+import urllib.parse
+
+from nova import conf as nova_conf
 from nova import context as nova_context
 from nova import objects
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging
 
 from ironic_multi._reservation import housekeeper
+
+CONF = nova_conf.CONF
+LOG = logging.getLogger(__name__)
 
 # UUIDs per database query.
 _CHUNK = 500
@@ -44,3 +54,30 @@ def instance_states(instance_uuids):
         states.update((instance.uuid, housekeeper.GONE if instance.deleted
                        else instance.vm_state) for instance in found)
     return states
+
+
+def identity(conf=CONF):
+    """What tells this service's Nova cell from another, for the group.
+
+    A cell's compute services share its message queue: the broker hosts
+    and virtual host of ``[DEFAULT] transport_url``, without credentials,
+    hashed.  Two cells behind one group would each take the other's
+    instances for orphans.
+    """
+    try:
+        url = oslo_messaging.TransportURL.parse(conf, conf.transport_url)
+    except (cfg.NoSuchOptError, oslo_messaging.InvalidTransportURL) as e:
+        # No transport set up: nothing to compare with.
+        LOG.debug('No identity for this service\'s Nova cell: %s', e)
+        return None
+    hosts = sorted('%s:%s' % (h.hostname, h.port) for h in url.hosts)
+    text = '%s://%s/%s' % (url.transport, ','.join(hosts),
+                           urllib.parse.quote(url.virtual_host or ''))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def host_instances(host):
+    """UUIDs of the instances Nova has on ``host`` (not deleted)."""
+    context = nova_context.get_admin_context()
+    return [instance.uuid for instance in objects.InstanceList.get_by_host(
+        context, host, expected_attrs=[])]

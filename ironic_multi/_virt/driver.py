@@ -82,6 +82,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._instances = None
         self._inventory = None
         self._takeover = None
+        # Whether the upgrade's ownership marks are done.
+        self._owned = False
 
     # -- life cycle ---------------------------------------------------------
 
@@ -91,7 +93,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             # The member id of the coordination group is per host: Nova's
             # test services share one process.
             self._reserver = reserver_mod.Reserver(CONF, host=host)
-        self._reserver.set_consumers(consumers.instance_states)
+        self._reserver.set_consumers(consumers.instance_states,
+                                     identity=consumers.identity())
         self._reserver.on_refresh(self._refresh_inventory)
         self._takeover = takeover.Takeover(
             self._reserver, host, CONF,
@@ -109,7 +112,13 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             self._reserver.add_periodic(
                 'takeover', self._takeover.run,
                 CONF.ironic_multi.pool_refresh_interval)
+        # Nodes claimed by a version without ownership marks get this
+        # group's mark from the service that owns their instance: at
+        # start, and at each refresh until Nova could be asked once.
+        self._reserver.add_periodic('ownership marks', self._own_instances,
+                                    CONF.ironic_multi.pool_refresh_interval)
         self._reserver.start()
+        self._own_instances()
         self._instances = instances.LocalInstances(self._reserver)
         # What the node provider cannot do, Nova must not offer.
         self.capabilities = dict(
@@ -120,6 +129,18 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                  'node %(uuid)s, %(provider)s node provider)',
                  {'host': host, 'uuid': host_mod.compute_node_uuid(host),
                   'provider': self._reserver.provider.name})
+
+    def _own_instances(self):
+        if self._owned:
+            return
+        try:
+            self._reserver.own(consumers.host_instances(self._host))
+        except Exception as e:
+            LOG.warning('Cannot mark the nodes of this host\'s instances as '
+                        'this group\'s yet (%s); trying again at the next '
+                        'refresh', e)
+            return
+        self._owned = True
 
     def cleanup_host(self, host):
         if self._reserver is not None:

@@ -65,7 +65,17 @@ by the same ring owner.
 - an instance holding no node this service can see (a failed build):
   Nova deletes such an instance by itself while its host is down;
 - an instance whose node is marked for a third host (adopted by another
-  service since, or a mistake): never stolen.
+  service since, or a mistake): never stolen;
+- an instance whose node carries another coordination group's ownership
+  mark: not this group's to move.  A node claimed before ownership marks
+  gets this group's mark as it is adopted: Nova put its instance on a
+  host of this group.
+
+**Fenced.**  Adoptions of a lost host run under the group's lock for that
+host, and the adopter asks the backend before each instance whether it
+still holds it: a service cut off from the coordination backend, or
+paused past the lock's expiry, stops at once, and whoever holds the lock
+now goes on.
 
 A locked instance is adopted like any other: its lock guards it against
 its users' actions, not against a change of compute service.  Neutron
@@ -88,6 +98,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 import tooz
 
+from ironic_multi._reservation import leader
 from ironic_multi._virt import host as host_mod
 from ironic_multi import exception
 
@@ -344,9 +355,9 @@ class Takeover(object):
                                         'instances')
         lock = self._lock(source)
         try:
-            result = self._adopt(context, source)
+            result = self._adopt(context, source, lock)
         finally:
-            _release(lock)
+            self._release(lock)
         result['seconds'] = round(time.monotonic() - started, 3)
         self._log(result)
         if result['adopted'] and self._on_adopted is not None:
@@ -354,16 +365,39 @@ class Takeover(object):
         return result
 
     def _lock(self, source):
+        membership = self._reserver.membership
         try:
-            lock = self._reserver.membership.lock(LOCK_NAME % source)
-            if lock.acquire(blocking=False):
+            lock = membership.lock(LOCK_NAME % source)
+            if membership.call('taking the takeover lock of %s' % source,
+                               lock.acquire, False):
                 return lock
         except (tooz.ToozError, exception.CoordinationUnavailable) as e:
             raise self._refused(source, 'cannot take the group\'s lock: %s'
                                 % e)
         raise self._refused(source, 'another service is adopting them now')
 
-    def _adopt(self, context, source):
+    def _still_locked(self, source, lock):
+        """Raise TakeoverRefused unless the backend says the lock is ours."""
+        try:
+            owned = self._reserver.membership.call(
+                'checking the takeover lock of %s' % source,
+                leader.still_owner, lock)
+        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            raise self._refused(source, 'cannot confirm the group\'s lock: '
+                                        '%s' % e)
+        if not owned:
+            raise self._refused(source, 'the group\'s lock is no longer '
+                                        'this service\'s')
+
+    def _release(self, lock):
+        try:
+            self._reserver.membership.call('releasing a takeover lock',
+                                           lock.release)
+        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            LOG.warning('Could not release the takeover lock (%s); it '
+                        'expires with the membership', e)
+
+    def _adopt(self, context, source, lock):
         result = {'host': self.host, 'from': source, 'adopted': [],
                   'skipped': {}}
         skipped = result['skipped']
@@ -392,6 +426,9 @@ class Takeover(object):
             needed.update(_moving(current, source_rp))
         self._make_room(context, client, node.uuid, needed)
         for instance, reservation, current in plans:
+            # A takeover is as destructive as it gets for the lost host:
+            # stop at the first doubt about the lock.
+            self._still_locked(source, lock)
             try:
                 self._adopt_one(context, client, instance, reservation,
                                 current, source, node)
@@ -415,6 +452,9 @@ class Takeover(object):
         reservation = self._reserver.lookup(instance.uuid)
         if reservation is None or reservation.node_uuid is None:
             return None, 'it holds no node that %s can see' % self.host
+        if reservation.group not in (None, self._reserver.group):
+            return None, ('its node %s carries the mark of group %s'
+                          % (reservation.node_uuid, reservation.group))
         if reservation.host not in (None, source, self.host):
             return None, ('its node %s is marked for host %s'
                           % (reservation.node_uuid, reservation.host))
@@ -560,11 +600,3 @@ def _down_for(service, now):
     seconds = ((now - last.replace(tzinfo=None)).total_seconds()
                - CONF.service_down_time)
     return seconds if seconds > 0 else None
-
-
-def _release(lock):
-    try:
-        lock.release()
-    except (tooz.ToozError, exception.CoordinationUnavailable) as e:
-        LOG.warning('Could not release the takeover lock (%s); it expires '
-                    'with the membership', e)

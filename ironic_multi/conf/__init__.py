@@ -30,6 +30,7 @@ from ironic_multi.conf import ironic
 from ironic_multi.conf import operations
 from ironic_multi.conf import reservation
 from ironic_multi.conf import static
+from ironic_multi import exception
 
 IRONIC_MULTI_OPTS = (coordination.OPTS + reservation.OPTS + deploy.OPTS
                      + static.OPTS + operations.OPTS)
@@ -42,3 +43,19 @@ def register_opts(conf):
     conf.register_group(groups.ironic_multi())
     conf.register_opts(IRONIC_MULTI_OPTS, group='ironic_multi')
     ironic.register_opts(conf)
+
+
+def check(conf):
+    """Refuse options that contradict each other, naming them.
+
+    :raises ConfigInvalid:
+    """
+    opts = conf.ironic_multi
+    waits = opts.deploy_queue_timeout + opts.claim_timeout
+    if opts.stuck_claim_timeout <= waits:
+        raise exception.ConfigInvalid(reason=(
+            '[ironic_multi] stuck_claim_timeout (%d s) must be longer than '
+            'deploy_queue_timeout (%d s) plus claim_timeout (%g s): a claim '
+            'waiting for its deploy turn would be released as stuck'
+            % (opts.stuck_claim_timeout, opts.deploy_queue_timeout,
+               opts.claim_timeout)))

@@ -42,13 +42,27 @@ OPTS = [
              'while their compute service was down and claims whose '
              'answer was lost.'),
     cfg.IntOpt(
+        'housekeeping_pass_timeout',
+        default=300,
+        min=10,
+        help='Seconds one housekeeping pass may take. Past them the pass '
+             'starts no further action; what it did not get to is reported '
+             'as left for the next pass. Tear downs are requested, not '
+             'waited for: Ironic ends them, and the next pass sees how '
+             'they went.'),
+    cfg.IntOpt(
         'stuck_claim_timeout',
-        default=1800,
+        default=3600,
         min=60,
         help='Seconds after which a claim that never got to deploy (no host '
-             'mark on its node, for instance because the service crashed '
-             'right after claiming) is released by the housekeeper. Must '
-             'be longer than any claim-to-deploy delay.'),
+             'mark on its node) is released by the housekeeper, once the '
+             'member of the coordination group that made it has left the '
+             'group (its service crashed right after claiming). A claim '
+             'whose member is alive is never stuck: it waits for a deploy '
+             'turn. Must be longer than deploy_queue_timeout plus '
+             'claim_timeout, which bound how long a claim of a service '
+             'that runs without the group may wait to deploy; checked at '
+             'start.'),
     cfg.IntOpt(
         'failure_cooldown',
         default=300,

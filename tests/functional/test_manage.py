@@ -154,6 +154,8 @@ def test_pool_show_counts_every_shard_and_resource_class(cluster, capsys):
     cluster.provider.set_state(deploying.instance_uuid,
                                lifecycle.State.DEPLOYING, host='svc-a')
     silver = cluster.nodes['rack-b'][0]
+    # As the housekeeper does: a failure noted first, then the quarantine.
+    cluster.provider.record_failure(silver, 'broken fan')
     cluster.provider.quarantine(silver, 'broken fan')
 
     rows = run_json(capsys, cluster.conf, 'pool show')
@@ -206,20 +208,38 @@ def test_reservations_list_show_and_release(cluster, capsys, monkeypatch):
     cluster.provider.set_state(second.instance_uuid,
                                lifecycle.State.DEPLOYING, host='svc-b')
 
-    rows = run_json(capsys, cluster.conf, 'reservations list')
+    # Someone else's reservation, on the same inventory: listed and
+    # counted as foreign, never released.
+    free = cluster.nodes['rack-b'][1]
+    foreign = str(uuid.uuid4())
+    cluster.inventory.claim_unmarked(free, foreign)
+
+    code, out, err = run(capsys, '--config-file', cluster.conf,
+                         'reservations list', '-f', 'json')
+    assert code == 0, err
+    assert ('1 of 3 reservation(s) listed are not group manage-test\'s'
+            in err)
+    rows = json.loads(out)
     by_instance = {r['Instance']: r for r in rows}
-    assert set(by_instance) == {first.instance_uuid, second.instance_uuid}
+    assert set(by_instance) == {first.instance_uuid, second.instance_uuid,
+                                foreign}
     assert by_instance[first.instance_uuid] == {
         'Instance': first.instance_uuid, 'Node': first.node_uuid,
         'State': 'claimed', 'Host': None, 'Shard': first.shard,
-        'Resource Class': 'gold', 'Power State': 'unknown'}
+        'Resource Class': 'gold', 'Power State': 'unknown',
+        'Foreign': None}
+    assert by_instance[foreign]['Foreign'] == 'unmarked'
+    err = fails(capsys, '--config-file', cluster.conf,
+                'reservations release', '--yes', foreign)
+    assert 'not of manage-test: left alone' in err
+    assert cluster.provider.lookup(foreign).node_uuid == free
     assert by_instance[second.instance_uuid]['Host'] == 'svc-b'
     only_b = run_json(capsys, cluster.conf, 'reservations list', '--host',
                       'svc-b')
     assert [r['Instance'] for r in only_b] == [second.instance_uuid]
     claimed = run_json(capsys, cluster.conf, 'reservations list', '--state',
                        'claimed')
-    assert [r['Instance'] for r in claimed] == [first.instance_uuid]
+    assert {r['Instance'] for r in claimed} == {first.instance_uuid, foreign}
 
     shown = run_json(capsys, cluster.conf, 'reservations show',
                      second.instance_uuid)
@@ -600,6 +620,7 @@ def test_pool_and_reservations_on_ironic(ironic, ironic_conf, capsys):
         assert listed == [{
             'Instance': held.instance_uuid, 'Node': held.node_uuid,
             'State': 'claimed', 'Host': None, 'Shard': 'rack-1',
-            'Resource Class': 'gold', 'Power State': 'off'}]
+            'Resource Class': 'gold', 'Power State': 'off',
+            'Foreign': None}]
     finally:
         service.stop()

@@ -27,6 +27,7 @@ import pytest
 from ironic_multi._reservation import housekeeper as housekeeper_mod
 from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import provider as \
     ironic_provider
 from ironic_multi._virt import consumers
@@ -51,14 +52,15 @@ def _provider(nodes, **options):
     return started
 
 
-def keeper(provider, nova=None, **options):
+def keeper(provider, nova=None, members=(), **options):
+    """A housekeeper alone: its group's live members are ``members``."""
     conf = provider.conf
     for name, value in options.items():
         conf.set_override(name, value, group='ironic_multi')
     return housekeeper_mod.Housekeeper(
         conf, provider,
         consumers=(lambda uuids: {u: nova[u] for u in uuids if u in nova})
-        if nova is not None else None)
+        if nova is not None else None, members=lambda: set(members))
 
 
 def claim(provider, instance, deploy=True, host='keeper-host'):
@@ -128,10 +130,10 @@ def test_a_stuck_claim_times_out(ironic):
     deployed = claim(provider, provider_contract.new_instance())
     nova = {stuck.instance_uuid: 'building',
             deployed.instance_uuid: 'active'}
-    housekeeper = keeper(provider, nova, stuck_claim_timeout=60)
+    housekeeper = keeper(provider, nova, stuck_claim_timeout=3700)
 
     assert housekeeper.run().actions == []
-    later = time.monotonic() + 61
+    later = time.monotonic() + 3701
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(time, 'monotonic', lambda: later)
         report = housekeeper.run()
@@ -145,16 +147,27 @@ def test_allocations_in_error_are_deleted(ironic):
     (node,) = ironic.enroll_nodes(1, shard=SHARD)
     provider = _provider(ironic, use_allocations=True)
     failed = provider_contract.new_instance()
+    # Made by a claimer of this group that crashed before deleting it, and
+    # one of another client, which stays.
     ironic.request('POST', '/v1/allocations', expect=(201,), json={
-        'uuid': failed, 'resource_class': 'no-such-class'})
+        'uuid': failed, 'resource_class': 'no-such-class',
+        'extra': {ownership.KEY: ownership.mark(provider.group, 'gone')}})
+    theirs = provider_contract.new_instance()
+    ironic.request('POST', '/v1/allocations', expect=(201,), json={
+        'uuid': theirs, 'resource_class': 'no-such-class'})
     wait_for(lambda: ironic.request(
         'GET', '/v1/allocations/%s' % failed).json()['state'] == 'error',
         30, 'the allocation to fail')
 
+    wait_for(lambda: ironic.request(
+        'GET', '/v1/allocations/%s' % theirs).json()['state'] == 'error',
+        30, 'the other allocation to fail')
+
     report = keeper(provider, {}).run()
 
     assert kinds(report) == [('release failed claim', True)]
-    assert ironic.list_allocations() == []
+    left = {a['uuid'] for a in ironic.list_allocations()}
+    assert theirs in left and failed not in left
 
 
 def test_a_node_failing_to_deploy_is_quarantined(ironic):
@@ -194,17 +207,39 @@ def test_a_node_failing_to_deploy_is_quarantined(ironic):
 
 
 def test_a_node_left_failed_is_recovered(ironic):
-    (node,) = ironic.enroll_nodes(1, shard=SHARD)
-    _force_state(ironic, node, 'clean failed')
+    ours, theirs = ironic.enroll_nodes(2, shard=SHARD)
     provider = _provider(ironic)
+    # This group saw a failure on one; the other failed for someone else.
+    provider.record_failure(ours, 'tear down failed')
+    for node in (ours, theirs):
+        _force_state(ironic, node, 'clean failed')
 
     report = keeper(provider, {}).run()
 
-    assert kinds(report) == [('recover node', True)]
-    ironic.wait_for_node(node, provision_state='available')
+    assert [(a.kind, a.node_uuid, a.done) for a in report.actions] == [
+        ('recover node', ours, True)]
+    ironic.wait_for_node(ours, provision_state='available')
     (troubled,) = [t for t in provider.troubled_nodes()
-                   if t.node_uuid == node]
-    assert troubled.failures == 1
+                   if t.node_uuid == ours]
+    assert troubled.failures == 2
+    assert ironic.get_node(theirs)['provision_state'] == 'clean failed'
+
+
+def test_our_tear_down_is_noted_for_recovery_then_forgotten(ironic):
+    # Cleaning fails after the instance left the node: the note of this
+    # group's tear down is what makes the node this group's to recover.
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    provider = _provider(ironic)
+    deployed = claim(provider, provider_contract.new_instance())
+    provider.teardown(deployed)
+    ironic.wait_for_node(node, provision_state='available')
+    (noted,) = [t for t in provider.troubled_nodes() if t.node_uuid == node]
+    assert noted.group == provider.group and noted.stale
+
+    # Healthy again: the next pass forgets the note.
+    report = keeper(provider, {}).run()
+    assert kinds(report) == [('forget tear down', True)]
+    assert not [t for t in provider.troubled_nodes() if t.node_uuid == node]
 
 
 def _force_state(ironic, node, state):

@@ -17,9 +17,12 @@
 import logging
 
 from oslo_config import cfg
+import pytest
 
+from ironic_multi._reservation import reserver as reserver_mod
 from ironic_multi import conf as im_conf
 from ironic_multi.conf import opts
+from ironic_multi import exception
 from ironic_multi.testing import reservers
 
 
@@ -59,3 +62,18 @@ def test_list_opts_covers_every_registered_option():
     registered = {('ironic_multi', name) for name in conf.ironic_multi}
     assert registered <= listed
     assert ('ironic', 'timeout') in listed
+
+
+def test_timeouts_that_contradict_each_other_are_refused():
+    # A claim waiting its whole deploy_queue_timeout for a turn would be
+    # released as stuck before it deploys.
+    conf = reservers.make_conf(stuck_claim_timeout=1800,
+                               deploy_queue_timeout=1800)
+    with pytest.raises(exception.ConfigInvalid) as e:
+        im_conf.check(conf)
+    for option in ('stuck_claim_timeout', 'deploy_queue_timeout',
+                   'claim_timeout'):
+        assert option in str(e.value)
+    im_conf.check(reservers.make_conf())
+    with pytest.raises(exception.ConfigInvalid):
+        reserver_mod.Reserver(conf, host='h')

@@ -13,7 +13,8 @@
 #    under the License.
 
 """The housekeeper on the static provider: every action, dry runs, the
-quarantine schemes, spare targets."""
+quarantine schemes, spare targets; ownership, fencing, failing closed and
+the pass's bound."""
 
 import time
 from unittest import mock
@@ -23,6 +24,7 @@ import pytest
 from ironic_multi._reservation import housekeeper as housekeeper_mod
 from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers import base
+from ironic_multi import exception
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 from ironic_multi.testing import static_nodes
@@ -40,6 +42,8 @@ class Cluster(object):
         self.provider = None
         self.nova = {}
         self.capacity = {}
+        # The live members of the group, as the backend lists them.
+        self.members = set()
 
     def nodes(self, count):
         uuids = self.inventory.add_nodes(count, GOLD)
@@ -49,21 +53,29 @@ class Cluster(object):
     def consumers(self, instance_uuids):
         return {u: self.nova[u] for u in instance_uuids if u in self.nova}
 
-    def housekeeper(self, consumers=True):
+    def housekeeper(self, consumers=True, **kwargs):
+        kwargs.setdefault('members', lambda: self.members)
         return housekeeper_mod.Housekeeper(
             self.conf, self.provider,
             consumers=self.consumers if consumers else None,
-            capacity=lambda: self.capacity)
+            capacity=lambda: self.capacity, **kwargs)
 
-    def claim(self, instance, deploy=True, host='host-1'):
+    def claim(self, instance, deploy=True, host='host-1', claimer=None,
+              provider=None):
+        provider = provider or self.provider
         requirements = provider_contract.request()
-        reservation = self.provider.claim(
-            self.provider.ready_nodes(requirements, None), instance,
-            requirements, time.monotonic() + 10)
+        reservation = provider.claim(
+            provider.ready_nodes(requirements, None), instance,
+            requirements, time.monotonic() + 10, claimer=claimer)
         if deploy:
-            reservation = self.provider.deploy(
+            reservation = provider.deploy(
                 reservation, provider_contract.deployment(instance, host))
         return reservation
+
+    def other_group(self):
+        """A provider of another coordination group on the same files."""
+        return self.inventory.provider(reservers.make_conf(
+            coordination_group='another-group'))
 
     def kinds(self, report):
         return sorted((a.kind, a.instance_uuid or a.node_uuid, a.done)
@@ -127,20 +139,59 @@ def test_dry_run_changes_nothing(cluster):
 
 
 def test_stuck_claims_time_out(tmp_path):
-    cluster = Cluster(tmp_path, stuck_claim_timeout=600)
+    cluster = Cluster(tmp_path, stuck_claim_timeout=3700)
     cluster.nodes(2)
-    cluster.claim('stuck', deploy=False)
+    cluster.claim('stuck', deploy=False, claimer='dead-member')
     cluster.claim('deployed')
     cluster.nova = {'stuck': 'building', 'deployed': 'active'}
     housekeeper = cluster.housekeeper()
 
     assert housekeeper.run().actions == []
-    with mock.patch('time.monotonic', return_value=time.monotonic() + 601):
+    with mock.patch('time.monotonic', return_value=time.monotonic() + 3701):
         report = housekeeper.run()
 
     assert cluster.kinds(report) == [('time out stuck claim', 'stuck', True)]
     assert cluster.provider.lookup('stuck') is None
     assert cluster.provider.lookup('deployed') is not None
+
+
+def test_a_claim_whose_claimer_lives_is_never_stuck(tmp_path):
+    # Queued behind the deploy throttle for longer than the timeout: its
+    # service is alive and will deploy it.
+    cluster = Cluster(tmp_path, stuck_claim_timeout=3700)
+    cluster.nodes(1)
+    cluster.claim('queued', deploy=False, claimer='live-member')
+    cluster.members = {'live-member'}
+    cluster.nova = {'queued': 'building'}
+    housekeeper = cluster.housekeeper()
+    housekeeper.run()
+    with mock.patch('time.monotonic', return_value=time.monotonic() + 7201):
+        assert housekeeper.run().actions == []
+        # The same claim once its member has gone: stuck from then on.
+        cluster.members = set()
+        assert housekeeper.run().actions == []
+    with mock.patch('time.monotonic', return_value=time.monotonic() + 11000):
+        assert cluster.kinds(housekeeper.run()) == [
+            ('time out stuck claim', 'queued', True)]
+
+
+def test_without_the_members_no_claim_is_stuck(tmp_path):
+    cluster = Cluster(tmp_path, stuck_claim_timeout=3700)
+    cluster.nodes(1)
+    cluster.claim('claimed', deploy=False, claimer='someone')
+    cluster.nova = {'claimed': 'building'}
+
+    def unreachable():
+        raise exception.CoordinationUnavailable(url='etcd3+http://x',
+                                                reason='down')
+
+    housekeeper = cluster.housekeeper(members=unreachable)
+    housekeeper.run()
+    with mock.patch('time.monotonic', return_value=time.monotonic() + 3701):
+        report = housekeeper.run()
+    assert report.actions == []
+    assert 'down' in report.skipped[housekeeper_mod.STUCK_CLAIMS]
+    assert cluster.provider.lookup('claimed') is not None
 
 
 def test_a_failing_teardown_is_counted_then_quarantined(tmp_path):
@@ -191,15 +242,34 @@ def test_max_preserved(tmp_path, scheme):
 
     kept = quarantined(cluster)
     assert len(kept) == 2
+    rest = set(nodes) - set(kept)
+    failing = {t.node_uuid for t in cluster.provider.troubled_nodes()
+               if t.failures}
+    ready = {n['uuid'] for n in cluster.provider.ready_nodes(
+        provider_contract.request(), None)}
     if scheme == 'cycle':
-        # The newest two; the older ones are back in service.
+        # The newest two; the older ones are back in service, their
+        # failures forgotten.
         assert kept == sorted(nodes[2:])
+        assert not failing & rest
+        with mock.patch('time.time', return_value=time.time() + 3600):
+            assert rest <= {n['uuid'] for n in cluster.provider.ready_nodes(
+                provider_contract.request(), None)}
     else:
+        # The first two; the quarantine had no room for the others, which
+        # stay out of service by their failure count: never back to the
+        # users they failed, pass after pass.
         assert kept == sorted(nodes[:2])
-    back = set(nodes) - set(kept)
-    # Returned nodes have no failures left.
-    assert not [t for t in cluster.provider.troubled_nodes()
-                if t.node_uuid in back]
+        assert rest <= failing
+        for _ in range(3):
+            report = housekeeper.run()
+            assert report.actions == []
+            assert sorted(report.out_of_service) == sorted(rest)
+        with mock.patch('time.time', return_value=time.time() + 3600):
+            assert not rest & {n['uuid'] for n in
+                               cluster.provider.ready_nodes(
+                                   provider_contract.request(), None)}
+        assert not ready & rest
 
 
 def test_spare_targets(tmp_path):
@@ -212,27 +282,60 @@ def test_spare_targets(tmp_path):
     assert report.as_dict()['short_of_spares'] == report.short_of_spares
 
 
-def test_failed_claims_without_a_node_are_released():
+GROUP = 'ironic-multi'
+
+
+def mock_provider(reservations=(), troubled=()):
     provider = mock.Mock(spec=base.NodeProvider)
-    provider.reservations.return_value = [lifecycle.Reservation(
-        instance_uuid='i-1', node_uuid=None, state=lifecycle.State.ERROR)]
-    provider.troubled_nodes.return_value = []
+    provider.group = GROUP
+    provider.reservations.return_value = list(reservations)
+    provider.lookup.side_effect = lambda uuid: next(
+        (r for r in provider.reservations.return_value
+         if r.instance_uuid == uuid), None)
+    provider.troubled_nodes.return_value = list(troubled)
+    return provider
+
+
+def failed_claim(instance, group=GROUP, claimer=None):
+    return lifecycle.Reservation(instance_uuid=instance, node_uuid=None,
+                                 state=lifecycle.State.ERROR, group=group,
+                                 claimer=claimer)
+
+
+def test_failed_claims_without_a_node_are_released():
+    provider = mock_provider([
+        failed_claim('gone'), failed_claim('errored'),
+        # Nova may build it again: a retry would reuse the UUID, and
+        # deleting the allocation then would delete the new claim.
+        failed_claim('building'),
+        # Its claimer lives: the claim is its own to clean up.
+        failed_claim('claimer-lives', claimer='live'),
+        # Not ours.
+        failed_claim('theirs', group='another-group'),
+        failed_claim('unmarked', group=None)])
+    nova = {'errored': 'error', 'building': 'building',
+            'claimer-lives': 'error', 'theirs': housekeeper_mod.GONE,
+            'unmarked': housekeeper_mod.GONE}
     housekeeper = housekeeper_mod.Housekeeper(
-        reservers.make_conf(), provider, consumers=lambda uuids: {})
+        reservers.make_conf(), provider,
+        consumers=lambda uuids: {u: nova[u] for u in uuids if u in nova},
+        members=lambda: {'live'})
     report = housekeeper.run()
-    assert [(a.kind, a.done) for a in report.actions] == [
-        ('release failed claim', True)]
-    provider.release.assert_called_once_with('i-1')
+    assert sorted((a.kind, a.instance_uuid, a.done)
+                  for a in report.actions) == [
+        ('release failed claim', 'errored', True),
+        ('release failed claim', 'gone', True)]
+    assert sorted(c.args[0] for c in provider.release.call_args_list) == [
+        'errored', 'gone']
+    assert report.foreign == 2
 
 
 def test_failed_nodes_are_recovered_then_quarantined():
-    provider = mock.Mock(spec=base.NodeProvider)
-    provider.reservations.return_value = []
+    provider = mock_provider(troubled=[base.TroubledNode(
+        node_uuid='n-1', failures=1, failed_state='clean failed',
+        group=GROUP)])
     conf = reservers.make_conf(quarantine_after_failures=2)
     housekeeper = housekeeper_mod.Housekeeper(conf, provider)
-    failing = base.TroubledNode(node_uuid='n-1', failures=1,
-                                failed_state='clean failed')
-    provider.troubled_nodes.return_value = [failing]
 
     report = housekeeper.run()
     assert [a.kind for a in report.actions] == ['recover node']
@@ -241,7 +344,161 @@ def test_failed_nodes_are_recovered_then_quarantined():
 
     provider.troubled_nodes.return_value = [
         base.TroubledNode(node_uuid='n-1', failures=2,
-                          failed_state='clean failed')]
+                          failed_state='clean failed', group=GROUP)]
     report = housekeeper.run()
     assert [a.kind for a in report.actions] == ['quarantine']
     provider.quarantine.assert_called_once()
+
+
+def test_failed_nodes_of_others_are_left_alone():
+    provider = mock_provider(troubled=[
+        base.TroubledNode(node_uuid='theirs', failures=5,
+                          failed_state='clean failed',
+                          group='another-group'),
+        # Failed cleaning after another deployer's tear down: no mark.
+        base.TroubledNode(node_uuid='unmarked', failed_state='clean failed'),
+        base.TroubledNode(node_uuid='ours', stale=True, group=GROUP)])
+    report = housekeeper_mod.Housekeeper(reservers.make_conf(),
+                                         provider).run()
+    assert [(a.kind, a.node_uuid) for a in report.actions] == [
+        ('forget tear down', 'ours')]
+    assert not provider.recover.called
+    assert not provider.quarantine.called
+    provider.clear_failures.assert_called_once_with('ours')
+
+
+# -- ownership, failing closed, fencing, the bound ----------------------------
+
+def test_reservations_of_others_are_never_touched(tmp_path):
+    cluster = Cluster(tmp_path, stuck_claim_timeout=3700)
+    cluster.nodes(4)
+    other = cluster.other_group()
+    cluster.claim('their-deployed', provider=other)
+    cluster.claim('their-claim', deploy=False, provider=other)
+    unmarked = {n['uuid'] for n in cluster.provider.ready_nodes(
+        provider_contract.request(), None)}.pop()
+    cluster.inventory.claim_unmarked(unmarked, 'someone-elses')
+    cluster.claim('our-orphan')
+    before = {r.instance_uuid: r for r in cluster.provider.reservations()}
+    housekeeper = cluster.housekeeper()
+
+    for later in (0, 3701, 7402):
+        with mock.patch('time.monotonic',
+                        return_value=time.monotonic() + later):
+            report = housekeeper.run()
+        assert {a.instance_uuid for a in report.actions} <= {'our-orphan'}
+        assert report.foreign == 3
+    after = {r.instance_uuid: r for r in cluster.provider.reservations()}
+    assert set(after) == set(before) - {'our-orphan'}
+    for instance in ('their-deployed', 'their-claim', 'someone-elses'):
+        assert after[instance] == before[instance]
+
+
+def test_nova_unreachable_releases_nothing_and_the_rest_runs(tmp_path):
+    cluster = Cluster(tmp_path, stuck_claim_timeout=3700)
+    (failing, _, _) = cluster.nodes(3)
+    for _ in range(3):
+        cluster.provider.record_failure(failing, 'deploy failed')
+    cluster.claim('orphan')
+    cluster.claim('stuck', deploy=False, claimer='dead')
+
+    def nova_down(uuids):
+        raise RuntimeError('MessagingTimeout: no reply from conductor')
+
+    housekeeper = cluster.housekeeper()
+    housekeeper.consumers = nova_down
+    first = housekeeper.run()
+    with mock.patch('time.monotonic', return_value=time.monotonic() + 3701):
+        report = housekeeper.run()
+    # No orphan without Nova's word; the rules that need no Nova ran.
+    assert cluster.kinds(first) == [('quarantine', failing, True)]
+    assert cluster.kinds(report) == [('time out stuck claim', 'stuck', True)]
+    assert cluster.provider.lookup('orphan') is not None
+    assert 'no reply from conductor' in report.skipped[
+        housekeeper_mod.ORPHANS]
+    assert report.as_dict()['skipped'] == report.skipped
+
+
+def test_leadership_lost_stops_the_destruction(tmp_path):
+    cluster = Cluster(tmp_path)
+    cluster.nodes(3)
+    for instance in ('a', 'b', 'c'):
+        cluster.claim(instance)
+    calls = []
+
+    def fence():
+        calls.append(len(calls))
+        if len(calls) > 1:
+            raise exception.LeadershipLost(role='housekeeper',
+                                           reason='lost the lock')
+
+    report = cluster.housekeeper(fence=fence).run()
+    done = [a for a in report.actions if a.done]
+    assert len(done) == 1
+    assert [a.deferred for a in report.actions] == [False, True, True]
+    assert 'lost the lock' in report.stopped
+    # The fence is not asked again once it said stop.
+    assert len(calls) == 2
+    assert len(cluster.provider.reservations()) == 2
+
+
+def test_a_pass_is_bounded_and_says_what_it_left(tmp_path):
+    cluster = Cluster(tmp_path, housekeeping_pass_timeout=30)
+    cluster.nodes(3)
+    for instance in ('a', 'b', 'c'):
+        cluster.claim(instance)
+    housekeeper = cluster.housekeeper()
+    clock = [time.monotonic()]
+    real = cluster.provider.teardown
+
+    def slow_teardown(*args, **kwargs):
+        clock[0] += 31
+        return real(*args, **kwargs)
+
+    with mock.patch('time.monotonic', lambda: clock[0]), \
+            mock.patch.object(cluster.provider, 'teardown', slow_teardown):
+        report = housekeeper.run()
+    assert [(a.done, a.deferred) for a in report.actions] == [
+        (True, False), (False, True), (False, True)]
+    assert 'housekeeping_pass_timeout' in report.stopped
+    assert report.as_dict()['deferred'] == 2
+    assert len(cluster.provider.reservations()) == 2
+
+
+def test_a_node_that_changed_since_the_listing_is_left(tmp_path):
+    cluster = Cluster(tmp_path)
+    cluster.nodes(1)
+    cluster.claim('gone')
+    housekeeper = cluster.housekeeper()
+    real = cluster.provider.lookup
+
+    def released_meanwhile(instance_uuid):
+        cluster.provider.release(instance_uuid)
+        return real(instance_uuid)
+
+    with mock.patch.object(cluster.provider, 'lookup', released_meanwhile):
+        report = housekeeper.run()
+    (action,) = report.actions
+    assert not action.done and 'released meanwhile' in action.error
+
+
+def test_an_unexpected_error_ends_one_action_not_the_pass(tmp_path):
+    cluster = Cluster(tmp_path)
+    cluster.nodes(2)
+    cluster.claim('a')
+    cluster.claim('b')
+    real = cluster.provider.teardown
+    broken = []
+
+    def teardown(reservation, *args, **kwargs):
+        if not broken:
+            broken.append(reservation.instance_uuid)
+            raise KeyError('a bug')
+        return real(reservation, *args, **kwargs)
+
+    with mock.patch.object(cluster.provider, 'teardown', teardown):
+        report = cluster.housekeeper().run()
+    outcomes = {a.instance_uuid: (a.done, a.error) for a in report.actions}
+    assert outcomes[broken[0]] == (False, "KeyError: 'a bug'")
+    (other,) = set(outcomes) - set(broken)
+    assert outcomes[other] == (True, None)

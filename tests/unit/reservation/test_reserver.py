@@ -104,12 +104,12 @@ class TestClaim:
         real_claim = a.provider.claim
         calls = []
 
-        def first_batch_taken(candidates, *args):
+        def first_batch_taken(candidates, *args, **kwargs):
             calls.append([n['uuid'] for n in candidates])
             if len(calls) == 1:
                 raise exception.NodeAlreadyClaimed(node='x', instance='i1',
                                                    reason='taken')
-            return real_claim(candidates, *args)
+            return real_claim(candidates, *args, **kwargs)
 
         with mock.patch.object(a.provider, 'claim', first_batch_taken):
             reservation = a.claim('i1', _gold())
@@ -262,10 +262,10 @@ def test_threads_of_one_service_offer_different_nodes(cluster):
     real_claim = a.provider.claim
     gate = threading.Barrier(2, timeout=30)
 
-    def claim(candidates, *args):
+    def claim(candidates, *args, **kwargs):
         offered.append({n['uuid'] for n in candidates})
         gate.wait()  # both batches are on offer at once
-        return real_claim(candidates, *args)
+        return real_claim(candidates, *args, **kwargs)
 
     # The same order for both: only the marks keep them apart.
     with mock.patch.object(a.provider, 'claim', claim), \
@@ -279,3 +279,30 @@ def test_threads_of_one_service_offer_different_nodes(cluster):
     first, second = offered
     assert not first & second
     assert a.lookup('t1').node_uuid != a.lookup('t2').node_uuid
+
+
+# -- one group, one consumer --------------------------------------------------
+
+def test_two_cells_in_one_group_release_nothing(cluster):
+    """Each cell's instances look unknown to the other: no orphans."""
+    a, b = cluster['a'], cluster['b']
+    a.conf.set_override('orphan_grace_period', 0, group='ironic_multi')
+    instance = uuidutils.generate_uuid()
+    a.claim(instance, _gold())
+    # Neither cell's Nova knows the instance: in a group that mixes
+    # cells, the other cell's instances look just like that.
+    a.set_consumers(lambda uuids: {}, identity='cell-a')
+    b.set_consumers(lambda uuids: {}, identity='cell-b')
+    for reserver in (a, b):
+        reserver.refresh()
+    leader = next(r for r in (a, b) if r.leadership.try_lead())
+    report = leader.housekeep()
+    assert report.actions == []
+    assert 'serve different consumers' in report.skipped['orphans']
+    assert a.lookup(instance) is not None
+
+    # One cell again: the orphan goes.
+    b.set_consumers(lambda uuids: {}, identity='cell-a')
+    b.refresh()
+    report = leader.housekeep()
+    assert [action.kind for action in report.actions] == ['release orphan']

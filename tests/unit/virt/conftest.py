@@ -16,6 +16,7 @@ from oslo_config import fixture as config_fixture
 import pytest
 
 from ironic_multi._virt import capacity
+from ironic_multi._virt import consumers
 from ironic_multi._virt import driver
 from ironic_multi.conf import CONF
 from tests.unit.virt import fakes
@@ -39,6 +40,7 @@ def reserver():
 def no_nova_database(monkeypatch):
     """Nova's database is not there: this host has no instances in it."""
     monkeypatch.setattr(capacity, 'flavors_on_host', lambda host: [])
+    monkeypatch.setattr(consumers, 'host_instances', lambda host: [])
 
 
 @pytest.fixture

@@ -111,8 +111,13 @@ class FakeReserver(object):
         for listener in self.listeners:
             listener(self)
 
-    def set_consumers(self, consumers):
+    def set_consumers(self, consumers, identity=None):
         self.consumers = consumers
+        self.consumer_identity = identity
+
+    def own(self, instance_uuids):
+        self._call('own', sorted(instance_uuids))
+        return []
 
     def on_refresh(self, listener):
         self.listeners.append(listener)

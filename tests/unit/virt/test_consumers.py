@@ -14,6 +14,9 @@
 
 from unittest import mock
 
+from oslo_config import cfg
+import oslo_messaging
+
 from ironic_multi._reservation import housekeeper
 from ironic_multi._virt import consumers
 from tests.unit.virt import fakes
@@ -40,3 +43,32 @@ def test_many_instances_are_asked_in_chunks():
     asked = [call.args[1]['uuid'] for call in query.call_args_list]
     assert [len(chunk) for chunk in asked] == [500, 500, 200]
     assert sum(asked, []) == uuids
+
+
+def _identity(url):
+    conf = cfg.ConfigOpts()
+    conf([], default_config_files=[])
+    # What nova-compute's transport does: oslo.messaging's options.
+    oslo_messaging.TransportURL(conf)
+    conf.set_override('transport_url', url)
+    return consumers.identity(conf)
+
+
+def test_a_cells_identity_is_its_broker_not_its_credentials():
+    cell1 = _identity('rabbit://nova:secret@mq1:5672,nova:secret@mq2:5672/'
+                      'cell1')
+    # Another compute of the cell, its hosts in another order and other
+    # credentials: the same cell.
+    assert cell1 == _identity('rabbit://c2:other@mq2:5672,c2:other@mq1:5672/'
+                              'cell1')
+    assert 'secret' not in cell1
+    # Another virtual host, or another broker: another cell.
+    assert cell1 != _identity('rabbit://nova:secret@mq1:5672,'
+                              'nova:secret@mq2:5672/cell2')
+    assert cell1 != _identity('rabbit://nova:secret@mq3:5672/cell1')
+
+
+def test_no_transport_no_identity():
+    conf = cfg.ConfigOpts()
+    conf([], default_config_files=[])
+    assert consumers.identity(conf) is None

@@ -54,7 +54,7 @@ def test_one_compute_node_named_after_the_host(reserver):
     assert resources['vcpus'] == resources['memory_mb'] == 0
 
     # A restarted service reports the same node.
-    again = driver.IronicMultiDriver(None, reserver=reserver)
+    again = driver.IronicMultiDriver(None, reserver=fakes.FakeReserver())
     again.init_host(fakes.HOST)
     assert again.get_nodenames_by_uuid() == {expected: fakes.HOST}
     drv.cleanup_host(fakes.HOST)

@@ -71,20 +71,33 @@ class Membership(object):
     def lock(self, name):
         return self.locks.setdefault(name, _Lock())
 
+    def call(self, action, function, *args):
+        return function(*args)
+
 
 class _Lock(object):
     def __init__(self):
         self._lock = threading.Lock()
+        # Whether the backend still says it is held (a partition, a pause
+        # past its expiry: it is not).
+        self.owned = False
 
     def acquire(self, blocking=True):
-        return self._lock.acquire(blocking)
+        self.owned = self._lock.acquire(blocking)
+        return self.owned
+
+    def is_still_owner(self):
+        return self.owned
 
     def release(self):
+        self.owned = False
         self._lock.release()
 
 
 class Reserver(object):
     """What the takeover uses of a Reserver, over shared node marks."""
+
+    group = 'ironic-multi'
 
     def __init__(self, host, hosts, nodes, events, locks):
         self.host = host
@@ -266,7 +279,8 @@ class Cloud(object):
     def lose(self, host=LOST, **how):
         self.services.append(service(host, **how))
 
-    def boot(self, uuid, host=LOST, mark=None, **fields):
+    def boot(self, uuid, host=LOST, mark=None, group='ironic-multi',
+             **fields):
         """An instance on ``host``, its node marked, its allocation."""
         fields.setdefault('task_state', None)
         fields.setdefault('vm_state', 'active')
@@ -276,7 +290,7 @@ class Cloud(object):
         self.nodes[uuid] = lifecycle.Reservation(
             instance_uuid=uuid, node_uuid='node-%s' % uuid[-2:],
             state=lifecycle.State.ACTIVE, host=mark or host,
-            resource_class='baremetal')
+            resource_class='baremetal', group=group)
         self.placement.allocate(uuid, rp(host))
         return instance
 
@@ -535,6 +549,41 @@ def test_instances_marked_for_a_third_host_are_skipped(cloud, context):
     assert [p[0] for p in cloud.placement.puts] == [UUIDS[1]]
 
 
+def test_instances_of_another_group_are_skipped(cloud, context):
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0], group='another-group')
+    cloud.boot(UUIDS[1])
+    result = cloud.takeover(owner_of(LOST)).adopt(context, LOST)
+    assert result['adopted'] == [UUIDS[1]]
+    assert result['skipped'] == {
+        UUIDS[0]: 'its node node-01 carries the mark of group another-group'}
+    assert cloud.nodes[UUIDS[0]].host == LOST
+    assert cloud.instances[0].host == LOST
+
+
+def test_a_lock_lost_mid_takeover_stops_it(cloud, context):
+    # Cut off from the backend, or paused past the lock's expiry: the
+    # adopter stops before the next instance, and its periodic says so.
+    cloud.lose(forced_down=True)
+    for uuid in UUIDS[:3]:
+        cloud.boot(uuid)
+    adopter = cloud.takeover(owner_of(LOST))
+    real = adopter._adopt_one
+
+    def adopt_one(*args, **kwargs):
+        real(*args, **kwargs)
+        cloud.locks['takeover.%s' % LOST].owned = False
+
+    adopter._adopt_one = adopt_one
+    with pytest.raises(exception.TakeoverRefused) as e:
+        adopter.adopt(context, LOST)
+    assert 'no longer this service' in str(e.value)
+    assert [i.host for i in cloud.instances] == [owner_of(LOST), LOST, LOST]
+    # Whoever holds the lock next finishes the job.
+    adopter._adopt_one = real
+    assert adopter.adopt(context, LOST)['adopted'] == UUIDS[1:3]
+
+
 @pytest.mark.parametrize('fields, why', [
     ({'task_state': 'rebooting'}, 'task rebooting in progress on '),
     ({'vm_state': 'building'}, 'its build did not finish on '),
@@ -720,4 +769,4 @@ def test_driver_registers_the_takeover(conf, flags, periodic):
     assert drv.takeover.host == fakes.HOST
     assert drv.takeover._client() == 'rc'
     expected = [('takeover', drv.takeover.run, 17)] if periodic else []
-    assert reserver.periodics == expected
+    assert [p for p in reserver.periodics if p[0] == 'takeover'] == expected

@@ -1,0 +1,331 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Touch only what is ours, on a real Ironic that is not ours alone.
+
+Other deployers (metalsmith, Bifrost, another Nova, another group of
+ironic-multi) share the Ironic: their nodes must come out of every
+housekeeping pass and takeover exactly as they went in.  Releases and
+deploys must never act on a node that changed hands behind their back,
+a claim queued for a deploy turn is never "stuck", and a leader that
+loses the coordination backend stops destroying at once.
+"""
+
+import threading
+import time
+from unittest import mock
+import uuid
+
+import pytest
+
+from ironic_multi._reservation import housekeeper as housekeeper_mod
+from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers.ironic import ownership
+from ironic_multi._reservation.providers.ironic import provider as \
+    ironic_provider
+from ironic_multi import exception
+from ironic_multi.testing import fault_proxy
+from ironic_multi.testing import provider_contract
+from ironic_multi.testing import reservers
+from tests.functional.waiting import wait_for
+
+SHARD = 'ownership'
+REQUEST = provider_contract.request('baremetal')
+GROUP = 'ironic-multi'
+# What a foreign node must keep through every pass and takeover.
+KEPT = ('instance_uuid', 'provision_state', 'power_state', 'maintenance',
+        'allocation_uuid', 'instance_info', 'extra')
+
+
+def _provider(endpoint, **options):
+    options.setdefault('state_poll_interval', 0.1)
+    options.setdefault('orphan_grace_period', 0)
+    started = ironic_provider.IronicProvider(
+        reservers.make_conf(endpoint, **options))
+    started.start()
+    return started
+
+
+def _claim(provider, instance, nodes=None, claimer=None):
+    candidates = ([{'uuid': n, 'resource_class': 'baremetal'} for n in nodes]
+                  if nodes else provider.search(REQUEST, None))
+    # No claimer argument unless one is given: the defect tests run
+    # against the code before ownership marks too.
+    return provider.claim(candidates, instance, REQUEST,
+                          time.monotonic() + 60,
+                          **({'claimer': claimer} if claimer else {}))
+
+
+def _deploy(provider, reservation, host='compute1'):
+    return provider.deploy(reservation, provider_contract.deployment(
+        reservation.instance_uuid, host))
+
+
+def _new():
+    return str(uuid.uuid4())
+
+
+class _Later(object):
+    """The housekeeper's clock, ``seconds`` ahead.
+
+    A pass "much later", without moving the clock of the services' other
+    threads (throttle waits, heartbeats).
+    """
+
+    def __init__(self, seconds):
+        self._seconds = seconds
+
+    def monotonic(self):
+        return time.monotonic() + self._seconds
+
+
+def _later(seconds):
+    return mock.patch.object(housekeeper_mod, 'time', _Later(seconds))
+
+
+def _kept(ironic, node_uuid):
+    node = ironic.get_node(node_uuid)
+    return {field: node.get(field) for field in KEPT}
+
+
+# -- releases and deploys that come late --------------------------------------
+
+def test_a_late_release_never_clears_the_next_claim(ironic):
+    """Two releasers of one instance: the second comes after a new claim.
+
+    Destroy and the housekeeper, or two leaders: the late one read the
+    node holding the instance, then the other released it and another
+    instance claimed it.  Ironic's PATCH has no "test": the late removal
+    must be refused by the mark's guard, or it clears the new claim (a
+    double booking: the new instance's node is free for the next claim).
+    """
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    late = _provider(ironic.server.endpoint, use_allocations=False)
+    other = _provider(ironic.server.endpoint, use_allocations=False)
+    first, second = _new(), _new()
+    _claim(late, first, [node])
+    real_patch = late.api.patch_node
+
+    def meanwhile(node_uuid, patch, **kwargs):
+        # Between the late releaser's read and its write.
+        if any(op.get('path') == '/instance_uuid' for op in patch):
+            other.release(first)
+            _claim(other, second, [node])
+            late.api.patch_node = real_patch
+        return real_patch(node_uuid, patch, **kwargs)
+
+    late.api.patch_node = meanwhile
+    late.release(first)
+
+    assert ironic.get_node(node)['instance_uuid'] == second
+    assert ownership.of(ironic.get_node(node)) is not None
+    assert late.lookup(second).node_uuid == node
+
+
+def test_a_stale_failed_claim_never_deletes_the_retry(ironic):
+    """A failed claim listed, then retried and won, before it is deleted.
+
+    Allocation mode: the retry reuses the instance's UUID, so deleting
+    the allocation the housekeeper listed would delete the new claim.
+    """
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    provider = _provider(ironic.server.endpoint, use_allocations=True)
+    instance = _new()
+    ironic.request('POST', '/v1/allocations', expect=(201,), json={
+        'uuid': instance, 'resource_class': 'no-such-class',
+        'extra': {ownership.KEY: ownership.mark(GROUP)}})
+    wait_for(lambda: ironic.request('GET', '/v1/allocations/%s' % instance)
+             .json()['state'] == 'error', 30, 'the allocation to fail')
+    listed = provider.reservations()
+
+    def retried_meanwhile():
+        # The claimer of a retried build deletes the failed allocation
+        # and claims again, with the same UUID.
+        ironic.request('DELETE', '/v1/allocations/%s' % instance,
+                       expect=(204,))
+        _claim(provider, instance, [node])
+        return listed
+
+    housekeeper = housekeeper_mod.Housekeeper(
+        provider.conf, provider, consumers=lambda uuids: {})
+    with mock.patch.object(provider, 'reservations', retried_meanwhile):
+        housekeeper.run()
+
+    allocation = ironic.request('GET',
+                                '/v1/allocations/%s' % instance).json()
+    assert allocation['state'] == 'active'
+    assert ironic.get_node(node)['instance_uuid'] == instance
+
+
+def test_a_deploy_never_writes_to_a_node_that_changed_hands(ironic):
+    """The claim was released behind a queued deploy, and claimed again."""
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    provider = _provider(ironic.server.endpoint)
+    queued, thief = _new(), _new()
+    reservation = _claim(provider, queued, [node])
+    provider.release(queued)
+    _claim(provider, thief, [node])
+    before = _kept(ironic, node)
+
+    with pytest.raises(exception.DeployFailed) as e:
+        _deploy(provider, reservation)
+
+    assert 'no longer holds' in str(e.value)
+    assert _kept(ironic, node) == before
+    assert ironic.get_node(node)['provision_state'] == 'available'
+
+
+# -- a claim waiting for its deploy turn --------------------------------------
+
+def test_a_claim_queued_past_the_stuck_timeout_deploys(ironic, tmp_path):
+    ironic.enroll_nodes(2, shard=SHARD)
+    url = 'file://%s' % tmp_path
+    options = dict(coordination_url=url, state_poll_interval=0.1,
+                   max_concurrent_deploys=1, stuck_claim_timeout=3700,
+                   orphan_grace_period=0, housekeeping_interval=3600,
+                   pool_refresh_interval=3600, health_poll_interval=3600)
+    busy = reservers.build_reserver(ironic.server.endpoint, 'busy',
+                                    **options)
+    leader = reservers.build_reserver(ironic.server.endpoint, 'leader',
+                                      **options)
+    busy.start()
+    leader.start()
+    try:
+        instance = _new()
+        reservation = busy.claim(instance, REQUEST)
+        deployed = {}
+        with busy.throttle.turn('a long deploy of another instance'):
+            waiter = threading.Thread(target=lambda: deployed.update(
+                result=busy.deploy(reservation, provider_contract.deployment(
+                    instance, 'busy'))), daemon=True)
+            waiter.start()
+            wait_for(lambda: busy.throttle.waiting == 1, 10,
+                     'the deploy to queue')
+            leader.set_consumers(lambda uuids: {u: 'building'
+                                                for u in uuids})
+            assert leader.housekeep() is not None
+            # Long past stuck_claim_timeout, with the claimer alive.
+            with _later(7500):
+                report = leader.housekeep()
+            assert report.actions == []
+        waiter.join(30)
+        assert deployed['result'].state == lifecycle.State.ACTIVE
+        node = ironic.get_node(reservation.node_uuid)
+        assert (node['instance_uuid'], node['provision_state']) == (
+            instance, 'active')
+    finally:
+        busy.stop()
+        leader.stop()
+
+
+def test_a_dead_claimers_claim_is_released_in_one_pass(ironic, tmp_path):
+    ironic.enroll_nodes(1, shard=SHARD)
+    url = 'file://%s' % tmp_path
+    options = dict(coordination_url=url, stuck_claim_timeout=3700,
+                   housekeeping_interval=3600, pool_refresh_interval=3600,
+                   health_poll_interval=3600)
+    crashed = reservers.build_reserver(ironic.server.endpoint, 'crashed',
+                                       **options)
+    leader = reservers.build_reserver(ironic.server.endpoint, 'leader',
+                                      **options)
+    crashed.start()
+    leader.start()
+    try:
+        instance = _new()
+        claimed = crashed.claim(instance, REQUEST)
+        assert claimed.claimer == crashed.membership.member_id
+        crashed.stop()  # crashed between claim and deploy
+        leader.set_consumers(lambda uuids: {u: 'building' for u in uuids})
+        leader.housekeep()
+        with _later(3701):
+            report = leader.housekeep()
+        assert [(a.kind, a.done) for a in report.actions] == [
+            ('time out stuck claim', True)]
+        assert ironic.get_node(claimed.node_uuid)['instance_uuid'] is None
+    finally:
+        leader.stop()
+
+
+# -- a leader cut off from the coordination backend ---------------------------
+
+def test_a_leader_cut_off_mid_pass_stops_destroying(ironic, etcd,
+                                                    record_property):
+    nodes = ironic.enroll_nodes(3, shard=SHARD)
+    timeout = 3
+    with fault_proxy.FaultProxy(etcd.replace('etcd3+', '')) as proxy:
+        group = 'cut-off-%s' % _new()[:8]
+        options = dict(coordination_group=group, membership_timeout=timeout,
+                       state_poll_interval=0.1, orphan_grace_period=0,
+                       housekeeping_interval=3600,
+                       pool_refresh_interval=3600,
+                       health_poll_interval=3600)
+        cut = reservers.build_reserver(
+            ironic.server.endpoint, 'cut',
+            coordination_url='etcd3+' + proxy.endpoint, **options)
+        other = reservers.build_reserver(ironic.server.endpoint, 'other',
+                                         coordination_url=etcd, **options)
+        cut.start()
+        other.start()
+        try:
+            orphans = []
+            for _ in nodes:
+                instance = _new()
+                _deploy(cut.provider, cut.claim(instance, REQUEST), 'cut')
+                orphans.append(instance)
+            gone = lambda uuids: {}
+            cut.set_consumers(gone)
+            other.set_consumers(gone)
+            assert cut.leadership.try_lead()
+            real_teardown = cut.provider.teardown
+            cut_at = []
+
+            def teardown_then_cut(*args, **kwargs):
+                done = real_teardown(*args, **kwargs)
+                if not cut_at:
+                    # The backend goes away in the middle of the pass.
+                    proxy.add_fault('stall')
+                    cut_at.append(time.monotonic())
+                return done
+
+            with mock.patch.object(cut.provider, 'teardown',
+                                   teardown_then_cut):
+                report = cut.housekeep()
+            record_property('fence_seconds',
+                            round(time.monotonic() - cut_at[0], 2))
+            untouched = [i for i in orphans
+                         if cut.provider.lookup(i) is not None
+                         and cut.provider.lookup(i).state
+                         == lifecycle.State.ACTIVE]
+            assert len(untouched) == 2
+            assert [(a.done, a.deferred) for a in report.actions] == [
+                (True, False), (False, True), (False, True)]
+            assert 'backend' in report.stopped
+
+            # Claims go on without the backend.
+            assert cut.leadership.leading is False
+            assert not cut.housekeep()
+
+            # The lock expires; the other member leads; the backend comes
+            # back, and exactly one leads.
+            wait_for(other.leadership.try_lead, timeout + 10,
+                     'the other member to lead')
+            proxy.clear_faults()
+            leaders = [r.host for r in (cut, other)
+                       if r.leadership.try_lead()]
+            assert leaders == ['other']
+            assert other.housekeep().stopped is None
+        finally:
+            proxy.clear_faults()
+            cut.stop()
+            other.stop()
