@@ -165,6 +165,13 @@ class TakeoverRefused(ReservationError):
                '%(reason)s')
 
 
+class HousekeepingRunning(ReservationError):
+    """A housekeeping pass is running on this service already."""
+
+    msg_fmt = ('A housekeeping pass is already running on host %(host)s; '
+               'its report is logged there. Ask again when it ends.')
+
+
 # Node providers: what was done to a node ----------------------------------
 
 class NodeActionFailed(IronicMultiError):
