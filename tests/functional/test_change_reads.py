@@ -163,7 +163,8 @@ def test_a_node_that_left_the_conductor_group_leaves_the_pool(ironic):
     template, = ironic.enroll_nodes(1, shard=SHARD)
     # A change in the group, which its own conductor would have made: the
     # pool's first mark.
-    changed = datetime.datetime.utcnow() - datetime.timedelta(seconds=5)
+    changed = (datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None) - datetime.timedelta(seconds=5))
     rack = ironic.bulk_clone(
         template, 3, shard=SHARD, conductor_group='rack1',
         updated_at=lambda i: changed if i == 0 else None)
