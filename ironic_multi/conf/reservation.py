@@ -55,7 +55,9 @@ OPTS = [
         help='Upper bound, in seconds, of one claim, including conflicts, '
              'retries and the search of other shards. A claim that has not '
              'finished by then fails with a typed error and leaves no '
-             'reservation behind. A release has the same bound.'),
+             'reservation behind. A release has the same bound, and so '
+             'has every wait of the static node provider for the lock of '
+             'its reservation records.'),
     cfg.IntOpt(
         'pool_refresh_interval',
         default=30,

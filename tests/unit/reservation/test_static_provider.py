@@ -229,6 +229,51 @@ def test_claim_past_deadline_times_out(tmp_path):
                           time.monotonic() + 10).instance_uuid == 'i-1'
 
 
+def _outcome_within(seconds, function):
+    """What ``function()`` raised or returned, or "waiting" past the bound.
+
+    In a daemon thread: a call that never returns cannot hang the tests.
+    """
+    outcome = ['waiting']
+
+    def run():
+        try:
+            outcome[0] = function()
+        except Exception as e:
+            outcome[0] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return outcome[0]
+
+
+def test_every_change_waits_for_the_lock_within_a_bound(tmp_path):
+    harness = StaticHarness(tmp_path, make_conf(claim_timeout=1))
+    (node,) = harness.add_nodes(1, 'gold')
+    provider = harness.provider()
+    requirements = request('gold')
+    provider.claim(provider.ready_nodes(requirements, None), 'i-1',
+                   requirements, time.monotonic() + 10)
+    changes = {
+        'release': lambda: provider.release('i-1'),
+        'set_state': lambda: provider.set_state('i-1', 'deploying'),
+        'record_failure': lambda: provider.record_failure(node, 'broken'),
+        'unquarantine': lambda: provider.unquarantine(node),
+    }
+    with _LockHolder(harness.path):
+        outcomes = {name: _outcome_within(5, change)
+                    for name, change in changes.items()}
+    for name, outcome in outcomes.items():
+        assert isinstance(outcome, exception.RecordsLocked), (name, outcome)
+        assert harness.path in str(outcome)
+    # Nothing was lost or half done.
+    reservation = provider.lookup('i-1')
+    assert (reservation.node_uuid, reservation.state) == (
+        node, lifecycle.State.CLAIMED)
+    assert provider.troubled_nodes() == []
+
+
 def test_state_file_is_plain_json_next_to_inventory(tmp_path):
     harness = StaticHarness(tmp_path)
     (node,) = harness.add_nodes(1, 'gold', shard='s1')
