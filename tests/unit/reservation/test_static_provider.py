@@ -567,8 +567,9 @@ def test_hooks_see_a_minimal_environment(tmp_path, monkeypatch):
     assert json.loads(seen.read_text()) == {
         'PATH': os.environ['PATH'], 'LANG': 'C.UTF-8',
         'IRONIC_MULTI_ACTION': 'handover', 'IRONIC_MULTI_NODE_UUID': node,
-        'IRONIC_MULTI_NODE_NAME': 'node-0', 'IRONIC_MULTI_INSTANCE_UUID': 'i-1',
-        'IRONIC_MULTI_HOST': 'host-1', 'IRONIC_MULTI_IMAGE_SOURCE': 'img-1'}
+        'IRONIC_MULTI_NODE_NAME': 'node-0',
+        'IRONIC_MULTI_INSTANCE_UUID': 'i-1', 'IRONIC_MULTI_HOST': 'host-1',
+        'IRONIC_MULTI_IMAGE_SOURCE': 'img-1'}
 
 
 def test_hook_output_is_logged_at_debug_only(tmp_path, caplog):
