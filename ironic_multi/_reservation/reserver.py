@@ -101,8 +101,8 @@ class Reserver(object):
         self._refresh_lock = threading.Lock()
         # One pass at a time: the periodic one and the operator's.
         self._housekeeping_lock = threading.Lock()
-        # The refresh and the operator requests run in lanes of their own
-        # and both publish: the newest answers must not be overwritten.
+        # The refresh and the operator requests run in threads of their
+        # own and both publish: the newest answers must not be overwritten.
         self._publish_lock = threading.Lock()
         self._listeners = []
         self._refreshed_at = None
@@ -121,9 +121,9 @@ class Reserver(object):
         self._join()
         self.refresh()
         if background:
-            # Each in a lane of its own: a housekeeping pass waiting for a
-            # tear down, or a takeover, must not hold up the refresh, the
-            # capacity published with it, the health poll or the
+            # Each pass in a thread of its own: a housekeeping pass waiting
+            # for a tear down, or a takeover, must not hold up the refresh,
+            # the capacity published with it, the health poll or the
             # operator's requests.
             self._worker = worker_mod.Worker('ironic-multi-%s' % self.host)
             self._worker.add('refresh', self.refresh,
@@ -139,7 +139,7 @@ class Reserver(object):
             self._worker.start()
 
     def add_periodic(self, name, function, interval):
-        """Run ``function()`` every ``interval`` s, in a lane of its own.
+        """Run ``function()`` every ``interval`` s, in a thread of its own.
 
         Only before :meth:`start`; for the virt driver's own periodic work
         (takeover).  It runs alongside the other periodics and Nova's
