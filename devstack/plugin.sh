@@ -215,7 +215,7 @@ function enroll_ironic_multi_fake_nodes {
 # IRONIC_MULTI_SHARD_COUNT shard keys
 function assign_ironic_multi_shards {
     "$NOVA_BIN_DIR/ironic-multi-manage" --config-file "$NOVA_CPU_CONF" \
-        shards assign --count "$IRONIC_MULTI_SHARD_COUNT"
+        shards assign --count "$IRONIC_MULTI_SHARD_COUNT" --yes
 }
 
 # _ironic_multi_wait_for_compute <host> - Wait until the nova-compute

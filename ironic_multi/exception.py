@@ -189,6 +189,21 @@ class TakeoverRefused(ReservationError):
                '%(reason)s')
 
 
+class RecordsLocked(ReservationError):
+    """The static provider's records stayed locked past the bound."""
+
+    msg_fmt = ('The reservation records %(path)s stayed locked for '
+               '%(timeout)s s: another process of this host holds them '
+               'and may be stuck')
+
+
+class HousekeepingRunning(ReservationError):
+    """A housekeeping pass is running on this service already."""
+
+    msg_fmt = ('A housekeeping pass is already running on host %(host)s; '
+               'its report is logged there. Ask again when it ends.')
+
+
 # Node providers: what was done to a node ----------------------------------
 
 class NodeActionFailed(IronicMultiError):

@@ -57,6 +57,23 @@ class _Guarded(object):
         """The :class:`~.sources.Sources` of this run."""
         return self.app.sources
 
+    def confirm(self, question, refusal):
+        """Ask ``question`` (``[y/N]`` is added) on the terminal.
+
+        :param refusal: what is not done, for the message of a refusal
+            ("Not releasing ...").
+        :raises ManageError: not answered yes, or no terminal to ask on
+            (a script passes ``--yes``).
+        """
+        stdin = self.app.stdin
+        if not (hasattr(stdin, 'isatty') and stdin.isatty()):
+            raise ManageError('%s: no terminal to confirm on; pass --yes'
+                              % refusal)
+        self.app.stderr.write('%s [y/N] ' % question)
+        self.app.stderr.flush()
+        if stdin.readline().strip().lower() not in ('y', 'yes'):
+            raise ManageError('%s: not confirmed' % refusal)
+
 
 class Command(_Guarded, command.Command):
     """A command that prints no table."""
@@ -75,6 +92,14 @@ class ShowOne(_Guarded, show.ShowOne):
 #: argparse types, shared with the other console scripts.
 positive_int = _argtypes.at_least(1)
 positive_float = _argtypes.positive_seconds
+
+
+def add_yes(parser, action):
+    """The ``--yes`` of commands that ask before they act."""
+    parser.add_argument(
+        '--yes', action='store_true',
+        help='%s without asking for confirmation (required without a '
+             'terminal).' % action)
 
 
 def add_timeout(parser):

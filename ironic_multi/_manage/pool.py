@@ -89,18 +89,29 @@ class PoolShow(base.Lister):
 class PoolFlush(base.Lister):
     """Make every live service drop its ready pool and read it anew.
 
-    Each service answers once its pool is read again, with the number of
-    node records read.  Exits non-zero unless every live service answered
-    within the timeout; a service that did not is listed as "no answer".
+    Every service reads its owned shards from the node provider in full,
+    all at the same time: on a large cloud, a load on Ironic.  Asks for
+    confirmation on the terminal unless --yes; without a terminal, --yes
+    is required.  Each service answers once its pool is read again, with
+    the number of node records read.  Exits non-zero unless every live
+    service answered within the timeout; a service that did not is listed
+    as "no answer".
     """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         base.add_timeout(parser)
+        base.add_yes(parser, 'Flush')
         return parser
 
     def take_action(self, parsed_args):
         hosts = self.sources.live_hosts()
+        if not parsed_args.yes:
+            self.confirm(
+                'Flush the ready pools of %d live service(s) (%s)? Each '
+                'reads its shards from the node provider in full, all at '
+                'once.' % (len(hosts), ', '.join(hosts) or '-'),
+                'Not flushing the ready pools')
         timeout = self.sources.timeout(parsed_args)
         answers = self.sources.ask('flush', expected=hosts, timeout=timeout)
         if not answers:

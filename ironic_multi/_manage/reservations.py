@@ -15,6 +15,7 @@
 """``reservations list|show|release``: nodes reserved for instances."""
 
 from ironic_multi._manage import base
+from ironic_multi._reservation import lifecycle
 from ironic_multi import exception
 
 COLUMNS = ('Instance', 'Node', 'State', 'Host', 'Shard', 'Resource Class',
@@ -120,17 +121,16 @@ class ReservationsRelease(base.ShowOne):
     claims that never deployed, or whose node was cleaned otherwise (the
     housekeeper tears down and releases the nodes of deleted instances on
     its own).  Only this coordination group's reservations: one without
-    its ownership mark is refused.  Asks for confirmation on the terminal
-    unless --yes; without a terminal, --yes is required.  Shows the
-    reservation as it was.
+    its ownership mark is refused.  A deploying or active reservation is
+    refused, even with --yes: its node holds the instance's image.  Asks
+    for confirmation on the terminal unless --yes; without a terminal,
+    --yes is required.  Shows the reservation as it was.
     """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_instance(parser)
-        parser.add_argument(
-            '--yes', action='store_true',
-            help='Release without asking for confirmation.')
+        base.add_yes(parser, 'Release')
         return parser
 
     def take_action(self, parsed_args):
@@ -140,23 +140,31 @@ class ReservationsRelease(base.ShowOne):
             raise exception.ForeignReservation(
                 instance=found.instance_uuid, node=found.node_uuid or '-',
                 group=found.group or '(none)', ours=provider.group)
+        _refuse_deployed(found)
         if not parsed_args.yes:
-            self._confirm(found)
+            self.confirm(
+                'Release node %s of instance %s (state %s, host %s)? The '
+                'node is not torn down.' % (
+                    found.node_uuid or '-', found.instance_uuid,
+                    found.state, found.host or '-'),
+                'Not releasing the reservation of %s' % found.instance_uuid)
         provider.release(parsed_args.instance)
         return COLUMNS, _row(found, provider.group)
 
-    def _confirm(self, reservation):
-        stdin = self.app.stdin
-        if not (hasattr(stdin, 'isatty') and stdin.isatty()):
-            raise base.ManageError(
-                'Not releasing the reservation of %s: no terminal to '
-                'confirm on; pass --yes' % reservation.instance_uuid)
-        self.app.stderr.write(
-            'Release node %s of instance %s (state %s, host %s)? The node '
-            'is not torn down. [y/N] ' % (
-                reservation.node_uuid or '-', reservation.instance_uuid,
-                reservation.state, reservation.host or '-'))
-        self.app.stderr.flush()
-        answer = stdin.readline().strip().lower()
-        if answer not in ('y', 'yes'):
-            raise base.ManageError('Not released: not confirmed')
+
+def _refuse_deployed(reservation):
+    # Nova's delete of the instance would then find no node to tear down,
+    # and the node would stay deployed with the tenant's image.
+    if reservation.state not in (lifecycle.State.DEPLOYING,
+                                 lifecycle.State.ACTIVE):
+        return
+    raise base.ManageError(
+        'Not releasing the reservation of %(instance)s: it is %(state)s on '
+        'node %(node)s, which holds its image. Delete the server instead '
+        '(openstack server delete %(instance)s): that tears the node down '
+        'and releases it. If Nova no longer has the server, the '
+        'housekeeper tears down and releases the node after '
+        '[ironic_multi] orphan_grace_period (ironic-multi-manage '
+        'housekeeping run).' % {'instance': reservation.instance_uuid,
+                                'state': reservation.state,
+                                'node': reservation.node_uuid})

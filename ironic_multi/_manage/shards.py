@@ -28,9 +28,12 @@ class ShardsAssign(base.Lister):
 
     A node's key is a stable hash of its UUID into S keys: with S the
     [ironic_multi]fallback_shard_count of the services, the very key they
-    already place the node under, so no node changes owner.  Lists each
-    node and its key; try --dry-run first.  Only node providers that can
-    write shard keys (ironic) support it.
+    already place the node under, so no node changes owner.  Each node
+    given a key is one write to the node provider (a PATCH in Ironic).
+    Lists each node and its key; try --dry-run first.  Asks for
+    confirmation on the terminal unless --dry-run or --yes; without a
+    terminal, --yes is required.  Only node providers that can write shard
+    keys (ironic) support it.
     """
 
     def get_parser(self, prog_name):
@@ -44,6 +47,7 @@ class ShardsAssign(base.Lister):
             '--dry-run', action='store_true',
             help='Only list the nodes and the keys they would get; change '
                  'nothing.')
+        base.add_yes(parser, 'Assign')
         return parser
 
     def take_action(self, parsed_args):
@@ -56,8 +60,20 @@ class ShardsAssign(base.Lister):
                         'of [ironic_multi]fallback_shard_count: the nodes '
                         'given keys may change owner',
                         {'count': count, 'configured': configured})
+        if not (parsed_args.dry_run or parsed_args.yes):
+            planned = provider.assign_shards(count, dry_run=True)
+            if not planned:
+                return self._rows({}, 'assigned')
+            self.confirm(
+                'Give %d node(s) without a shard key one of %d keys? Each '
+                'is a write to the node.' % (len(planned), count),
+                'Not assigning shard keys')
         assigned = provider.assign_shards(count, dry_run=parsed_args.dry_run)
-        status = 'would assign' if parsed_args.dry_run else 'assigned'
+        return self._rows(assigned, 'would assign' if parsed_args.dry_run
+                          else 'assigned')
+
+    @staticmethod
+    def _rows(assigned, status):
         return (('Node', 'Shard Key', 'Status'),
                 [(node, key, status)
                  for node, key in sorted(assigned.items())])

@@ -85,6 +85,14 @@ class Desk(object):
                         {'op': request['op'], 'error': e})
             return {'id': request['id'], 'host': self._host,
                     'error': str(e)}
+        except Exception as e:
+            # A bug: the request is marked done, so it must be answered
+            # (the operator waits for it), and its traceback kept here.
+            LOG.exception('Operator request %(op)s %(args)s (%(id)s) failed '
+                          'unexpectedly', request)
+            return {'id': request['id'], 'host': self._host,
+                    'error': 'unexpected error on host %s (%s: %s); see '
+                             'its log' % (self._host, type(e).__name__, e)}
         if result is None:
             return None
         return {'id': request['id'], 'host': self._host, 'result': result}

@@ -34,6 +34,7 @@ from oslo_utils import strutils
 import tooz
 from tooz import coordination
 
+from ironic_multi._reservation import worker
 from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
@@ -97,27 +98,6 @@ def redact(url):
         netloc = parts.netloc.replace(':%s@' % parts.password, ':***@', 1)
         url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
     return strutils.mask_password(url)
-
-
-def _in_thread(function, *args):
-    """Run ``function(*args)`` in a daemon thread; return its future.
-
-    A join that outlives its caller's patience goes on there, and ends
-    with the attempt (a thread of a shared pool would stay for good).
-    """
-    future = concurrent.futures.Future()
-
-    def run():
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(function(*args))
-        except BaseException as e:
-            future.set_exception(e)
-
-    threading.Thread(target=run, name='ironic-multi-join',
-                     daemon=True).start()
-    return future
 
 
 def _text(member_id):
@@ -259,7 +239,9 @@ class Membership:
             return self._start(coordinator)
         with self._lock:
             if self._starting is None or self._starting.done():
-                self._starting = _in_thread(self._start, coordinator)
+                # A join that outlives the caller's patience goes on there.
+                self._starting = worker.in_daemon_thread(
+                    'ironic-multi-join', self._start, coordinator)
             attempt = self._starting
         try:
             attempt.result(timeout=timeout)
@@ -383,7 +365,8 @@ class Membership:
         """
         with self._translated(action, errors=(tooz.ToozError, OSError)):
             try:
-                return _in_thread(function, *args).result(
+                return worker.in_daemon_thread(
+                    'ironic-multi-coordination', function, *args).result(
                     timeout=self._call_timeout)
             except concurrent.futures.TimeoutError:
                 raise _NoAnswer()

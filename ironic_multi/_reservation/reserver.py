@@ -107,6 +107,11 @@ class Reserver(object):
         self._extra = {}
         self._worker = None
         self._refresh_lock = threading.Lock()
+        # One pass at a time: the periodic one and the operator's.
+        self._housekeeping_lock = threading.Lock()
+        # The refresh and the operator requests run in threads of their
+        # own and both publish: the newest answers must not be overwritten.
+        self._publish_lock = threading.Lock()
         self._listeners = []
         self._refreshed_at = None
 
@@ -124,12 +129,16 @@ class Reserver(object):
         self._join()
         self.refresh()
         if background:
+            # Each pass in a thread of its own: a housekeeping pass waiting
+            # for a tear down, or a takeover, must not hold up the refresh,
+            # the capacity published with it, the health poll or the
+            # operator's requests.
             self._worker = worker_mod.Worker('ironic-multi-%s' % self.host)
             self._worker.add('refresh', self.refresh,
                              self._opts.pool_refresh_interval)
             self._worker.add('health poll', self.health.poll,
                              self._opts.health_poll_interval)
-            self._worker.add('housekeeping', self.housekeep,
+            self._worker.add('housekeeping', self._periodic_housekeeping,
                              self._opts.housekeeping_interval)
             self._worker.add('operator requests', self.serve_requests,
                              self._opts.request_poll_interval)
@@ -138,10 +147,11 @@ class Reserver(object):
             self._worker.start()
 
     def add_periodic(self, name, function, interval):
-        """Run ``function()`` every ``interval`` s with the others.
+        """Run ``function()`` every ``interval`` s, in a thread of its own.
 
         Only before :meth:`start`; for the virt driver's own periodic work
-        (takeover).
+        (takeover).  It runs alongside the other periodics and Nova's
+        calls, never twice at once.
         """
         self._periodics.append((name, function, interval))
 
@@ -151,7 +161,8 @@ class Reserver(object):
         The virt driver publishes the inventory it reports to placement,
         for ``ironic-multi-manage capacity``.
         """
-        self._extra.update(fields)
+        # A new dict: the refresh may be reading the old one.
+        self._extra = dict(self._extra, **fields)
 
     def add_request_handler(self, op, handler):
         """Serve operator requests ``op``; see :class:`~.board.Desk`."""
@@ -202,15 +213,16 @@ class Reserver(object):
             read = self.provider.refresh(self.ring.owned())
             owned = self.ring.owned()
             self._refreshed_at = time.time()
-            self.capacity.publish(
-                self.provider.capacity(owned),
-                self.provider.usable_traits(owned),
-                {'host': self.host, 'stats': self.stats.snapshot(),
-                 'deploys': {'running': self.throttle.running,
-                             'waiting': self.throttle.waiting},
-                 'leads': self.leadership.leading,
-                 'pool': self.provider.describe(),
-                 'answers': self.desk.answers, **self._extra})
+            with self._publish_lock:
+                self.capacity.publish(
+                    self.provider.capacity(owned),
+                    self.provider.usable_traits(owned),
+                    {'host': self.host, 'stats': self.stats.snapshot(),
+                     'deploys': {'running': self.throttle.running,
+                                 'waiting': self.throttle.waiting},
+                     'leads': self.leadership.leading,
+                     'pool': self.provider.describe(),
+                     'answers': self.desk.answers, **self._extra})
             for listener in self._listeners:
                 listener(self)
         return read
@@ -220,7 +232,8 @@ class Reserver(object):
     def serve_requests(self):
         """Run the operator requests addressed to this service."""
         if self.desk.serve(self.membership.published()):
-            self.capacity.amend(answers=self.desk.answers)
+            with self._publish_lock:
+                self.capacity.amend(answers=self.desk.answers)
 
     def _serve_flush(self, request):
         self.provider.flush()
@@ -273,11 +286,27 @@ class Reserver(object):
                 if payload.get('consumer') not in (None, identity)}
 
     def housekeep(self, dry_run=False):
-        """A housekeeping pass if this member leads; its report or None."""
-        if not self.leadership.try_lead():
-            LOG.debug('Another member keeps house')
-            return None
-        return self.housekeeper.run(dry_run=dry_run)
+        """A housekeeping pass if this member leads; its report or None.
+
+        :raises HousekeepingRunning: a pass is running here already (the
+            periodic one, or one the operator asked for).
+        """
+        if not self._housekeeping_lock.acquire(blocking=False):
+            raise exception.HousekeepingRunning(host=self.host)
+        try:
+            if not self.leadership.try_lead():
+                LOG.debug('Another member keeps house')
+                return None
+            return self.housekeeper.run(dry_run=dry_run)
+        finally:
+            self._housekeeping_lock.release()
+
+    def _periodic_housekeeping(self):
+        try:
+            self.housekeep()
+        except exception.HousekeepingRunning:
+            LOG.info('Periodic housekeeping pass skipped: the one the '
+                     'operator asked for is still running')
 
     # -- what the cluster has ---------------------------------------------
 

@@ -55,7 +55,9 @@ OPTS = [
         help='Upper bound, in seconds, of one claim, including conflicts, '
              'retries and the search of other shards. A claim that has not '
              'finished by then fails with a typed error and leaves no '
-             'reservation behind. A release has the same bound.'),
+             'reservation behind. A release has the same bound, and so '
+             'has every wait of the static node provider for the lock of '
+             'its reservation records.'),
     cfg.IntOpt(
         'pool_refresh_interval',
         default=30,
@@ -69,6 +71,20 @@ OPTS = [
         help='Seconds between full re-reads of the owned shards; needed '
              'because deleted nodes never show up in incremental '
              'listings.'),
+    cfg.IntOpt(
+        'pool_clock_skew',
+        default=10,
+        min=0,
+        help='Seconds of clock skew allowed between the Ironic hosts that '
+             'stamp node changes and the one that answers the refresh (or '
+             'this host, when Ironic\'s answers carry no Date header), '
+             'commit delays included. An incremental refresh lists the '
+             'changes after a change stamped this long before the previous '
+             'listing started, so that a change committed while that '
+             'listing ran, with a time stamp it had already passed, is '
+             'still seen. Larger costs a few more node records per '
+             'refresh; too small may hide a change until the next full '
+             'read.'),
     cfg.StrOpt(
         'conductor_group',
         default=None,

@@ -20,7 +20,10 @@ _HOOK_HELP = (' It is a command line, run without a shell; the action and '
               'the node UUID are appended as its last two arguments, and '
               'IRONIC_MULTI_NODE_UUID, IRONIC_MULTI_NODE_NAME, '
               'IRONIC_MULTI_INSTANCE_UUID and IRONIC_MULTI_ACTION are in '
-              'its environment. A non-zero exit or a timeout fails the '
+              'its environment. With the service\'s PATH and LANG, that is '
+              'its whole environment: nothing else of the service\'s, whose '
+              'credentials it must not see, is passed on. Its output is '
+              'logged at DEBUG only. A non-zero exit or a timeout fails the '
               'operation.')
 
 OPTS = [

@@ -23,8 +23,8 @@ server itself uses; the test venv need not.
     python _ironic_db.py wipe URL
 
 ``copies.json`` is a list of dicts, one per copy: column values for the new
-``nodes`` row (at least ``uuid``), and optionally ``traits``, the list that
-replaces the template's traits.
+``nodes`` row (at least ``uuid``; times as ISO 8601 text), and optionally
+``traits``, the list that replaces the template's traits.
 """
 
 import datetime
@@ -71,7 +71,8 @@ def clone(url, template_uuid):
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     row = dict(template._mapping, created_at=now, **dict.fromkeys(_CLEARED))
     del row['id']
-    node_rows = [dict(row, **{k: v for k, v in copy.items() if k != 'traits'})
+    node_rows = [dict(row, **{k: _column_value(nodes.c[k], v)
+                              for k, v in copy.items() if k != 'traits'})
                  for copy in copies]
     default_traits = [t.trait for t in template_traits]
     with engine.begin() as conn:
@@ -83,6 +84,13 @@ def clone(url, template_uuid):
                       for name in copy.get('traits', default_traits)]
         if trait_rows:
             conn.execute(traits.insert(), trait_rows)
+
+
+def _column_value(column, value):
+    # JSON carries times as text; SQLite's driver takes datetimes only.
+    if isinstance(column.type, sa.DateTime) and isinstance(value, str):
+        return datetime.datetime.fromisoformat(value)
+    return value
 
 
 def wipe(url):

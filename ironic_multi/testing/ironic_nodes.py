@@ -19,6 +19,7 @@ nodes would take most of an hour.
 """
 
 import concurrent.futures
+import datetime
 import itertools
 import json
 import logging
@@ -104,9 +105,9 @@ class IronicNodes:
 
         Copies get new UUIDs and names (``clone-N``), the template's state
         and traits, and no instance or allocation.  ``overrides`` set
-        columns of the copies (``shard='s1'``), ``traits`` replaces the
-        trait list; a callable value is called with the copy's index
-        (``shard=lambda i: ...``).
+        columns of the copies (``shard='s1'``; times as naive UTC
+        datetimes), ``traits`` replaces the trait list; a callable value
+        is called with the copy's index (``shard=lambda i: ...``).
         """
         copies = []
         for index in range(count):
@@ -117,6 +118,8 @@ class IronicNodes:
                 # Ironic's JSON columns hold JSON text.
                 if column != 'traits' and isinstance(value, (dict, list)):
                     value = json.dumps(value)
+                elif isinstance(value, datetime.datetime):
+                    value = value.isoformat()
                 copy[column] = value
             copies.append(copy)
         self.server.run_db_tool('clone', self.server.db_url, template_uuid,

@@ -347,12 +347,12 @@ def test_extra_assigns_shards_with_the_count(devstack):
     devstack.stack()
 
     assert devstack.calls_of('ironic-multi-manage') == [
-        'ironic-multi-manage --config-file %s shards assign --count 8'
+        'ironic-multi-manage --config-file %s shards assign --count 8 --yes'
         % devstack.cpu_conf]
 
     devstack.stack(IRONIC_MULTI_SHARD_COUNT=32)
     assert devstack.calls_of('ironic-multi-manage')[-1].endswith(
-        'shards assign --count 32')
+        'shards assign --count 32 --yes')
 
 
 def test_shard_count_zero_assigns_none(devstack):

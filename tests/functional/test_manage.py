@@ -44,10 +44,12 @@ GOLD = Requirements(resource_class='CUSTOM_GOLD')
 # Every command, with the options it must document (and their help).
 COMMAND_OPTIONS = {
     'pool show': {},
-    'pool flush': {'--timeout': 'How long to wait for the services'},
+    'pool flush': {'--timeout': 'How long to wait for the services',
+                   '--yes': 'Flush without asking'},
     'ring show': {},
     'shards assign': {'--count': 'How many shard keys',
-                      '--dry-run': 'Only list the nodes'},
+                      '--dry-run': 'Only list the nodes',
+                      '--yes': 'Assign without asking'},
     'reservations list': {'--host': 'Only the reservations of this',
                           '--state': 'Only the reservations in this'},
     'reservations show': {'INSTANCE': 'UUID of the (Nova) instance'},
@@ -257,7 +259,7 @@ def test_reservations_list_show_and_release(cluster, capsys, monkeypatch):
                 'reservations release', first.instance_uuid)
     assert 'Release node %s of instance %s' % (
         first.node_uuid, first.instance_uuid) in err
-    assert 'Not released' in err
+    assert 'not confirmed' in err
     assert cluster.provider.lookup(first.instance_uuid) is not None
     # Answered "yes".
     monkeypatch.setattr(sys, 'stdin', _Terminal('yes\n'))
@@ -339,12 +341,55 @@ def test_stats_per_service(cluster, capsys):
 # -- operator requests -----------------------------------------------------
 
 def test_pool_flush_is_answered_by_every_service(cluster, capsys):
-    rows = run_json(capsys, cluster.conf, 'pool flush', '--timeout', '20')
+    rows = run_json(capsys, cluster.conf, 'pool flush', '--timeout', '20',
+                    '--yes')
 
     assert [r['Host'] for r in rows] == sorted(HOSTS)
     assert {r['Status'] for r in rows} == {'flushed'}
     assert sum(r['Nodes Read'] for r in rows) == 7
     assert all(r['Error'] is None for r in rows)
+
+
+def test_pool_flush_asks_first(cluster, capsys, monkeypatch):
+    answered = {host: len(reserver.desk.answers)
+                for host, reserver in cluster.services.items()}
+    monkeypatch.setattr(sys, 'stdin', _Terminal('', tty=False))
+    err = fails(capsys, '--config-file', cluster.conf, 'pool flush',
+                '--timeout', '5')
+    assert err.strip() == ('Not flushing the ready pools: no terminal to '
+                           'confirm on; pass --yes')
+    monkeypatch.setattr(sys, 'stdin', _Terminal('n\n'))
+    err = fails(capsys, '--config-file', cluster.conf, 'pool flush',
+                '--timeout', '5')
+    assert 'Flush the ready pools of 2 live service(s) (%s)?' % (
+        ', '.join(HOSTS)) in err
+    assert 'Not flushing the ready pools: not confirmed' in err
+    # Nothing was asked of the services.
+    assert {host: len(reserver.desk.answers)
+            for host, reserver in cluster.services.items()} == answered
+
+    monkeypatch.setattr(sys, 'stdin', _Terminal('y\n'))
+    rows = run_json(capsys, cluster.conf, 'pool flush', '--timeout', '20')
+    assert {r['Status'] for r in rows} == {'flushed'}
+
+
+@pytest.mark.parametrize('state', [lifecycle.State.DEPLOYING,
+                                   lifecycle.State.ACTIVE])
+def test_release_refuses_a_deployed_reservation(cluster, capsys, state):
+    held = cluster.claim()
+    cluster.provider.set_state(held.instance_uuid, lifecycle.State.DEPLOYING,
+                               host='svc-a')
+    if state is lifecycle.State.ACTIVE:
+        cluster.provider.set_state(held.instance_uuid, state)
+
+    err = fails(capsys, '--config-file', cluster.conf,
+                'reservations release', held.instance_uuid, '--yes')
+
+    assert err.strip().startswith(
+        'Not releasing the reservation of %s: it is %s on node %s'
+        % (held.instance_uuid, state, held.node_uuid))
+    assert 'openstack server delete %s' % held.instance_uuid in err
+    assert cluster.provider.lookup(held.instance_uuid).state is state
 
 
 def test_housekeeping_run_dry_then_for_real(cluster, capsys):
@@ -584,7 +629,15 @@ def test_shards_assign_on_ironic(ironic, ironic_conf, capsys):
     assert {n['uuid']: n['shard'] for n in ironic.list_nodes()} == dict(
         dict.fromkeys(loose), **{sharded[0]: 'rack-x'})
 
-    done = run_json(capsys, conf, 'shards assign', '--count', '4')
+    # No terminal to confirm on: nothing changes without --yes.
+    err = fails(capsys, '--config-file', conf, 'shards assign', '--count',
+                '4')
+    assert err.strip() == ('Not assigning shard keys: no terminal to '
+                           'confirm on; pass --yes')
+    assert {n['uuid']: n['shard'] for n in ironic.list_nodes()} == dict(
+        dict.fromkeys(loose), **{sharded[0]: 'rack-x'})
+
+    done = run_json(capsys, conf, 'shards assign', '--count', '4', '--yes')
     assert {r['Node']: r['Shard Key'] for r in done} == expected
     assert {r['Status'] for r in done} == {'assigned'}
     assert {n['uuid']: n['shard'] for n in ironic.list_nodes()} == dict(

@@ -77,6 +77,29 @@ def test_requests_are_served_once_by_the_hosts_they_name(services):
     assert len(a.desk.answers) == 2
 
 
+def test_a_request_that_fails_unexpectedly_is_answered(services, caplog):
+    start, operator = services
+    a = start('a')
+
+    def broken(request):
+        raise KeyError('pool')
+
+    a.add_request_handler('flush', broken)
+    requester = board.Requester(operator)
+    asked = requester.ask('flush', host='a')
+
+    a.serve_requests()
+
+    answer = requester.answers(asked, timeout=5)['a']
+    assert 'result' not in answer
+    assert "KeyError: 'pool'" in answer['error']
+    assert 'see its log' in answer['error']
+    assert 'Traceback' in caplog.text and 'broken' in caplog.text
+    # Served once, all the same.
+    a.serve_requests()
+    assert len(a.desk.answers) == 1
+
+
 def test_only_the_leader_keeps_house_on_request(services):
     start, operator = services
     a, b = start('a'), start('b')

@@ -28,6 +28,7 @@ from ironic_multi._reservation import capacity as capacity_mod
 from ironic_multi._reservation import providers
 from ironic_multi._reservation import requirements as reqs
 from ironic_multi._reservation import reserver as reserver_mod
+from ironic_multi._reservation import worker as worker_mod
 from ironic_multi import exception
 from ironic_multi.testing import reservers as test_reservers
 
@@ -306,3 +307,65 @@ def test_two_cells_in_one_group_release_nothing(cluster):
     b.refresh()
     report = leader.housekeep()
     assert [action.kind for action in report.actions] == ['release orphan']
+
+
+def test_a_long_housekeeping_pass_holds_up_no_other_periodic(
+        tmp_path, monkeypatch):
+    """The refresh, the health poll and the operator requests go on.
+
+    Intervals run a hundred times faster than configured (the options'
+    minimums would make this test last a minute).
+    """
+    inventory = tmp_path / 'nodes.yaml'
+    inventory.write_text(yaml.safe_dump([
+        {'uuid': uuidutils.generate_uuid(), 'resource_class': 'gold',
+         'shard': 's0', 'name': 'n0'}]))
+    conf = test_reservers.make_conf(
+        node_provider='static', static_inventory=str(inventory),
+        coordination_url='file://%s' % (tmp_path / 'c'),
+        pool_refresh_interval=1, request_poll_interval=1,
+        health_poll_interval=5, housekeeping_interval=10)
+    real_add = worker_mod.Worker.add
+    monkeypatch.setattr(
+        worker_mod.Worker, 'add',
+        lambda worker, name, function, interval, **kwargs: real_add(
+            worker, name, function, interval / 100.0, **kwargs))
+    reserver = reserver_mod.Reserver(conf, host='a')
+    runs = {'refresh': 0, 'health poll': 0, 'operator requests': 0}
+    ran = threading.Condition()
+
+    def counted(name, function):
+        def run(*args):
+            function(*args)
+            with ran:
+                runs[name] += 1
+                ran.notify_all()
+        return run
+
+    reserver.on_refresh(counted('refresh', lambda reserver: None))
+    reserver.health.poll = counted('health poll', reserver.health.poll)
+    reserver.serve_requests = counted('operator requests',
+                                      reserver.serve_requests)
+    in_pass, end_pass = threading.Event(), threading.Event()
+
+    def long_pass(dry_run=False):
+        in_pass.set()
+        end_pass.wait(30)
+
+    reserver.housekeeper.run = long_pass
+    reserver.start()
+    try:
+        assert in_pass.wait(30)
+        with ran:
+            before = dict(runs)
+            assert ran.wait_for(
+                lambda: all(runs[name] >= before[name] + 2 for name in runs),
+                timeout=30), 'runs during the pass: %s' % {
+                    name: runs[name] - before[name] for name in runs}
+        # The operator's pass waits for none: the periodic one runs.
+        with pytest.raises(exception.HousekeepingRunning):
+            reserver.housekeep()
+        assert not end_pass.is_set()
+    finally:
+        end_pass.set()
+        reserver.stop()

@@ -13,11 +13,14 @@
 #    under the License.
 
 import json
+import logging
 import multiprocessing
 import os
 import queue
 import random
+import shlex
 import signal
+import sys
 import threading
 import time
 
@@ -232,6 +235,51 @@ def test_claim_past_deadline_times_out(tmp_path):
     # Once the lock is free again, the claim goes through.
     assert provider.claim(candidates, 'i-1', requirements,
                           time.monotonic() + 10).instance_uuid == 'i-1'
+
+
+def _outcome_within(seconds, function):
+    """What ``function()`` raised or returned, or "waiting" past the bound.
+
+    In a daemon thread: a call that never returns cannot hang the tests.
+    """
+    outcome = ['waiting']
+
+    def run():
+        try:
+            outcome[0] = function()
+        except Exception as e:
+            outcome[0] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return outcome[0]
+
+
+def test_every_change_waits_for_the_lock_within_a_bound(tmp_path):
+    harness = StaticHarness(tmp_path, make_conf(claim_timeout=1))
+    (node,) = harness.add_nodes(1, 'gold')
+    provider = harness.provider()
+    requirements = request('gold')
+    provider.claim(provider.ready_nodes(requirements, None), 'i-1',
+                   requirements, time.monotonic() + 10)
+    changes = {
+        'release': lambda: provider.release('i-1'),
+        'set_state': lambda: provider.set_state('i-1', 'deploying'),
+        'record_failure': lambda: provider.record_failure(node, 'broken'),
+        'unquarantine': lambda: provider.unquarantine(node),
+    }
+    with _LockHolder(harness.path):
+        outcomes = {name: _outcome_within(5, change)
+                    for name, change in changes.items()}
+    for name, outcome in outcomes.items():
+        assert isinstance(outcome, exception.RecordsLocked), (name, outcome)
+        assert harness.path in str(outcome)
+    # Nothing was lost or half done.
+    reservation = provider.lookup('i-1')
+    assert (reservation.node_uuid, reservation.state) == (
+        node, lifecycle.State.CLAIMED)
+    assert provider.troubled_nodes() == []
 
 
 def test_state_file_is_plain_json_next_to_inventory(tmp_path):
@@ -505,6 +553,55 @@ def test_hooks_run_for_handover_power_and_return(tmp_path):
     assert back_log.read_text().startswith('return %s' % node)
     assert provider.instances('host-1') == {}
     assert provider.release('i-1').state == lifecycle.State.RELEASED
+
+
+def test_hooks_see_a_minimal_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv('OS_PASSWORD', 'service-secret')
+    monkeypatch.setenv('LANG', 'C.UTF-8')
+    seen = tmp_path / 'environment.json'
+    dump = '%s -c %s %s' % (
+        sys.executable,
+        shlex.quote('import json, os, sys; '
+                    'json.dump(dict(os.environ), open(sys.argv[1], "w"))'),
+        seen)
+    provider, reservation, node = claimed(
+        tmp_path, static_handover_command=dump)
+
+    provider.deploy(reservation, deployment('i-1'))
+
+    assert json.loads(seen.read_text()) == {
+        'PATH': os.environ['PATH'], 'LANG': 'C.UTF-8',
+        'IRONIC_MULTI_ACTION': 'handover', 'IRONIC_MULTI_NODE_UUID': node,
+        'IRONIC_MULTI_NODE_NAME': 'node-0',
+        'IRONIC_MULTI_INSTANCE_UUID': 'i-1', 'IRONIC_MULTI_HOST': 'host-1',
+        'IRONIC_MULTI_IMAGE_SOURCE': 'img-1'}
+
+
+def test_hook_output_is_logged_at_debug_only(tmp_path, caplog):
+    handover, _ = hook(tmp_path, 'handover',
+                       extra='echo "token=hunter2" >&2')
+    provider, reservation, node = claimed(
+        tmp_path, static_handover_command=handover)
+    caplog.set_level(logging.DEBUG)
+
+    provider.deploy(reservation, deployment('i-1'))
+
+    told = [r for r in caplog.records if 'hunter2' in r.getMessage()]
+    assert told and {r.levelno for r in told} == {logging.DEBUG}
+    assert any('said handover' in r.getMessage() for r in told)
+    assert any(r.levelno == logging.INFO and 'handover of node %s done'
+               % node in r.getMessage() for r in caplog.records)
+
+
+def test_a_failed_hooks_error_masks_passwords(tmp_path):
+    handover, _ = hook(tmp_path, 'handover',
+                       extra='echo "password=hunter2" >&2; exit 1')
+    provider, reservation, node = claimed(
+        tmp_path, static_handover_command=handover)
+    with pytest.raises(exception.DeployFailed) as caught:
+        provider.deploy(reservation, deployment('i-1'))
+    assert 'password=***' in str(caught.value)
+    assert 'hunter2' not in str(caught.value)
 
 
 def test_failed_handover_is_a_deploy_failure_that_returns_the_node(tmp_path):

@@ -12,11 +12,109 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""The periodic worker's life: stops from two threads at once."""
+"""The periodic worker: lanes that do not wait for each other, a stop
+that is bounded and safe from two threads."""
 
 import threading
+import time
 
 from ironic_multi._reservation import worker as worker_mod
+
+# Bounds of the waits below: a safety net, never a measure.
+_PATIENCE = 20
+
+
+class _Counter(object):
+    """Counts the runs of a periodic; waits for more of them."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self.runs = 0
+
+    def __call__(self):
+        with self._cond:
+            self.runs += 1
+            self._cond.notify_all()
+
+    def wait_for(self, runs):
+        with self._cond:
+            return self._cond.wait_for(lambda: self.runs >= runs,
+                                       timeout=_PATIENCE)
+
+
+class _Blocker(object):
+    """A periodic whose runs wait until released."""
+
+    def __init__(self):
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.runs = 0
+
+    def __call__(self):
+        self.runs += 1
+        self.started.set()
+        self.release.wait(_PATIENCE)
+
+
+def test_a_blocking_periodic_does_not_stall_the_others():
+    # The review's probe: a long housekeeping pass held the 0.5 s refresh
+    # back to the pass's own pace.
+    blocker, counter = _Blocker(), _Counter()
+    worker = worker_mod.Worker('test-worker')
+    worker.add('housekeeping', blocker, 0.01)
+    worker.add('refresh', counter, 0.01)
+    with worker:
+        try:
+            assert blocker.started.wait(_PATIENCE)
+            before = counter.runs
+            assert counter.wait_for(before + 5), (
+                'the refresh ran %d times while a pass blocked'
+                % (counter.runs - before))
+            assert not blocker.release.is_set()  # still blocked meanwhile
+        finally:
+            blocker.release.set()
+
+
+def test_a_periodic_never_runs_twice_at_once():
+    lock = threading.Lock()
+    running, overlaps = [], []
+    counter = _Counter()
+
+    def slow():
+        with lock:
+            running.append(1)
+            if len(running) > 1:
+                overlaps.append(len(running))
+        time.sleep(0.02)  # much longer than its interval
+        with lock:
+            running.pop()
+        counter()
+
+    worker = worker_mod.Worker('test-worker')
+    worker.add('slow', slow, 0.001, run_immediately=True)
+    with worker:
+        assert counter.wait_for(10)
+    assert overlaps == []
+
+
+def test_stop_is_bounded_while_a_pass_blocks():
+    blocker = _Blocker()
+    worker = worker_mod.Worker('test-worker', stop_timeout=0.2)
+    worker.add('housekeeping', blocker, 0.01, run_immediately=True)
+    worker.start()
+    scheduler = worker._thread
+    assert blocker.started.wait(_PATIENCE)
+    stopper = threading.Thread(target=worker.stop)
+    stopper.start()
+    stopper.join(_PATIENCE)
+    try:
+        assert not stopper.is_alive()
+        assert scheduler.is_alive()  # it waits for the pass...
+    finally:
+        blocker.release.set()
+    scheduler.join(_PATIENCE)
+    assert not scheduler.is_alive()
+    assert blocker.runs == 1  # ...which is the last one
 
 
 def test_two_concurrent_stops_stop_it_once_without_error():

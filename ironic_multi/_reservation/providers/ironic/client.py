@@ -23,6 +23,8 @@ a fixed pace, within the deadline), never retries a 409, and maps errors to
 """
 
 import contextlib
+import datetime
+import email.utils
 import itertools
 import threading
 import time
@@ -111,6 +113,28 @@ class IronicAPI(object):
     def supports(self, feature):
         return self.version >= versions.FEATURES[feature]
 
+    def server_time(self):
+        """Ironic's clock when this call started, at the latest.
+
+        A naive UTC datetime: the ``Date`` header of the answer to ``GET
+        /`` (whole seconds, written as the answer left) less the time the
+        request took; this host's clock when the answer has no ``Date``.
+        """
+        asked, started = time.time(), time.monotonic()
+        headers, _root = self._request('GET', '/', version=versions.MINIMUM,
+                                       with_headers=True)
+        took = datetime.timedelta(seconds=time.monotonic() - started)
+        try:
+            answered = email.utils.parsedate_to_datetime(headers['Date'])
+        except (KeyError, TypeError, ValueError):
+            LOG.debug('Ironic\'s answer has no valid Date header: using '
+                      'this host\'s clock')
+            return datetime.datetime.fromtimestamp(
+                asked, datetime.timezone.utc).replace(tzinfo=None)
+        if answered.tzinfo is not None:
+            answered = answered.astimezone(datetime.timezone.utc)
+        return answered.replace(tzinfo=None) - took
+
     def token_scope(self):
         """``'system'``, ``'project'``, or None (no token: noauth).
 
@@ -145,7 +169,7 @@ class IronicAPI(object):
     # -- the one request path ---------------------------------------------
 
     def _request(self, method, url, body=None, idempotent=True,
-                 deadline=None, version=None):
+                 deadline=None, version=None, with_headers=False):
         """Send one request; return the decoded JSON body (or None).
 
         :param idempotent: whether a request whose answer was lost may be
@@ -153,6 +177,7 @@ class IronicAPI(object):
             RequestOutcomeUnknown for the caller to settle.
         :param deadline: ``time.monotonic()`` value past which no request
             waits and no retry starts.
+        :param with_headers: return ``(headers, body)`` instead.
         """
         if deadline is None:
             deadline = getattr(self._local, 'deadline', None)
@@ -165,7 +190,9 @@ class IronicAPI(object):
             attempt += 1
             kwargs['timeout'] = self._timeout(method, url, deadline)
             try:
-                _resp, data = self._http.json_request(method, url, **kwargs)
+                resp, data = self._http.json_request(method, url, **kwargs)
+                if with_headers:
+                    return resp.headers, data or None
                 return data or None
             except ic_exc.HttpError as e:
                 if not isinstance(e, _NOT_APPLIED):

@@ -31,10 +31,22 @@ After a mark, a listing holds no null.  Ironic compares with the mark's
 ``updated_at`` as it is when asked, so a mark that changed since hides
 the changes in between: each mark used is read back after the listing,
 and one that moved makes the pool try an older mark, then read fully.
+
+A listing that spans pages can miss a change: one committed while it
+ran, stamped in a second it had already passed (MariaDB keeps whole
+seconds; the stamp comes from the clock of whichever Ironic host wrote
+it).  So a new mark is always a change stamped before the listing's
+*horizon*: when the listing started, by Ironic's clock, less an
+allowance for clock skew (``pool_clock_skew``).  Whatever a listing
+missed is stamped after its horizon, hence after the next mark: the next
+listing has it.
+
+A changed node that left the owned shards, or this service's conductor
+group, leaves the pool: the incremental listing covers every conductor
+group for that reason.
 """
 
 import collections
-import datetime
 import threading
 import time
 
@@ -45,9 +57,6 @@ from ironic_multi._reservation.providers.ironic import states
 
 LOG = logging.getLogger(__name__)
 
-# MariaDB keeps whole seconds: marks are a little older than the newest
-# change seen, so that a change in the same second is not missed.
-_OVERLAP = datetime.timedelta(seconds=2)
 # Marks kept, newest first: the older ones serve when a newer one moved.
 _MARKS = 3
 
@@ -70,22 +79,30 @@ class ReadyPool(object):
     """Nodes of the owned shards, refreshed from Ironic."""
 
     def __init__(self, read_full, read_changed, read_recent, shard_of,
-                 full_interval):
+                 full_interval, keep=None):
         """Build an empty pool; :meth:`refresh` fills it.
 
-        :param read_full: ``f(shards) -> [node]``: every node of shards.
-        :param read_changed: ``f(mark) -> ([node], records read)``: every
-            node changed after the :class:`Mark`, oldest first, each with
-            ``updated_at``; raises :class:`MarkMoved`.
-        :param read_recent: ``f() -> [node]``: some nodes with their
-            ``updated_at``, among them recent changes, for a first mark.
+        :param read_full: ``f(shards) -> [node]``: every node of shards
+            that ``keep`` accepts.
+        :param read_changed: ``f(mark) -> ([node], records read,
+            horizon)``: every node changed after the :class:`Mark`, oldest
+            first, each with ``updated_at``, and the listing's horizon (a
+            naive UTC datetime): every change it missed is stamped at or
+            after it.  Raises :class:`MarkMoved`.
+        :param read_recent: ``f() -> ([node], horizon)``: some nodes with
+            their ``updated_at``, among them recent changes, for a first
+            mark, and the horizon of that listing.
         :param shard_of: ``f(node) -> shard key``.
         :param full_interval: seconds between full reads.
+        :param keep: ``f(node) -> bool``: whether the node is one this
+            service may reserve, whatever its shard (its conductor group);
+            every node by default.
         """
         self._read_full = read_full
         self._read_changed = read_changed
         self._read_recent = read_recent
         self._shard_of = shard_of
+        self._keep = keep or (lambda node: True)
         self._full_interval = full_interval
         self._lock = threading.Lock()
         self._nodes = {}
@@ -125,9 +142,9 @@ class ReadyPool(object):
         read = 0
         if not self._marks:
             # Marked before the full read: changes during it come next.
-            recent = self._read_recent()
+            recent, horizon = self._read_recent()
             read += len(recent)
-            self._remember(recent)
+            self._remember(recent, horizon)
         nodes = self._read_full(shards)
         with self._lock:
             self._nodes = {n['uuid']: n for n in nodes}
@@ -148,7 +165,7 @@ class ReadyPool(object):
         read = 0
         for mark in list(self._marks):
             try:
-                changed, records = self._read_changed(mark)
+                changed, records, horizon = self._read_changed(mark)
             except MarkMoved as e:
                 read += e.read
                 LOG.debug('Ready pool: node %s, a mark of the incremental '
@@ -156,16 +173,27 @@ class ReadyPool(object):
                 self._marks.remove(mark)
                 continue
             with self._lock:
-                self._nodes.update((n['uuid'], n) for n in changed
-                                   if self._shard_of(n) in shards)
-            self._remember(changed)
+                for node in changed:
+                    if self._shard_of(node) in shards and self._keep(node):
+                        self._nodes[node['uuid']] = node
+                    else:
+                        # Moved to another shard or conductor group: the
+                        # copy here is stale, and no longer ours.
+                        self._nodes.pop(node['uuid'], None)
+            self._remember(changed, horizon)
             return read + records
         # No mark (nothing ever changed, or every mark moved): a full read
         # is the only one that misses nothing.
         return read + self._refresh_full(shards)
 
-    def _remember(self, nodes):
-        """Learn the newest change and the marks from ``nodes``."""
+    def _remember(self, nodes, horizon):
+        """Learn the newest change and a mark from a listing of ``nodes``.
+
+        A mark is a change stamped before the listing's ``horizon``, in
+        whole seconds: a change stamped in the horizon's second, truncated
+        by MariaDB, is listed after it.  Without one, the marks stay as
+        they are; without any, the next refresh reads in full.
+        """
         dated = [(changed, Mark(n['uuid'], n['updated_at']))
                  for n in nodes
                  for changed in [_parse_time(n.get('updated_at'))]
@@ -175,15 +203,11 @@ class ReadyPool(object):
         newest = max(changed for changed, _mark in dated)
         if self._newest_change is None or newest > self._newest_change:
             self._newest_change = newest
-        horizon = self._newest_change - _OVERLAP
+        limit = horizon.replace(microsecond=0)
         candidates = [(changed, mark) for changed, mark in dated
-                      if changed <= horizon]
+                      if changed < limit]
         if not candidates:
-            if self._marks:
-                return
-            # Only changes of the last seconds: the oldest is the best
-            # mark there is.
-            candidates = [min(dated)]
+            return
         # One new mark a pass: older marks, of other passes, are less
         # likely to have moved when a newer one has.
         _changed, mark = max(candidates)

@@ -21,6 +21,7 @@ and powers nodes (:mod:`.power`), all through one
 """
 
 import dataclasses
+import datetime
 import time
 
 from oslo_log import log as logging
@@ -89,7 +90,9 @@ class IronicProvider(base.NodeProvider):
             read_full=self._read_nodes, read_changed=self._read_changed,
             read_recent=self._read_recent,
             shard_of=self.shard_of,
-            full_interval=self._opts.pool_full_refresh_interval)
+            full_interval=self._opts.pool_full_refresh_interval,
+            keep=lambda node: states.in_conductor_group(
+                node, self._opts.conductor_group))
         self._ready = (filters.ReadyFilter(self._why_not_ready),)
         self._cooling = (filters.ReadyFilter(self._why_cooling),)
         self._claimer = claims.Claimer(
@@ -169,12 +172,13 @@ class IronicProvider(base.NodeProvider):
         return nodes
 
     def _read_changed(self, mark):
-        # One listing over all nodes: shard filtering happens in the pool.
+        # One listing over all nodes, of every conductor group: the pool
+        # keeps those of its shards and group, and drops those that left.
         # Pages grow: a quiet cloud's changes fit in the first.
+        horizon = self._listing_horizon()
         pages = self.api.iter_node_pages(
             detail=True, page_size=25, grow_to=client.PAGE_SIZE,
-            sort_key='updated_at', sort_dir='asc', marker=mark.uuid,
-            conductor_group=self._opts.conductor_group)
+            sort_key='updated_at', sort_dir='asc', marker=mark.uuid)
         used, nodes = [mark], []
         try:
             for page in pages:
@@ -197,19 +201,29 @@ class IronicProvider(base.NodeProvider):
                 now = None
             if now != used_mark.updated_at:
                 raise ready_pool.MarkMoved(used_mark, read=read)
-        return nodes, len(nodes) + len(used)
+        return nodes, len(nodes) + len(used), horizon
 
     def _read_recent(self):
         # The newest changes (on PostgreSQL, nodes never updated may come
         # first instead) and the oldest one (PostgreSQL puts those last):
-        # a first page each, which never pages past a null.
+        # a first page each, which never pages past a null.  Of every
+        # conductor group, as the incremental listing that starts there.
+        horizon = self._listing_horizon()
         recent = []
         for direction, limit in (('desc', 25), ('asc', 1)):
             recent += next(self.api.iter_node_pages(
                 detail=True, page_size=limit, sort_key='updated_at',
-                sort_dir=direction,
-                conductor_group=self._opts.conductor_group))
-        return recent
+                sort_dir=direction))
+        return recent, horizon
+
+    def _listing_horizon(self):
+        """What a listing about to start misses is stamped after this.
+
+        Ironic's clock now, less the clock skew allowed between its hosts
+        (their stamps may lag the clock that answers this).
+        """
+        return self.api.server_time() - datetime.timedelta(
+            seconds=self._opts.pool_clock_skew)
 
     def shard_keys(self):
         # Every shard key means listing every unsharded node: read them with
@@ -363,10 +377,9 @@ class IronicProvider(base.NodeProvider):
         """
         if node.get('maintenance'):
             return 'in maintenance'
-        group = self._opts.conductor_group
-        if group is not None and (node.get('conductor_group') or '') != group:
+        if not states.in_conductor_group(node, self._opts.conductor_group):
             return 'in conductor group %r, not %r' % (
-                node.get('conductor_group') or '', group)
+                node.get('conductor_group') or '', self._opts.conductor_group)
         if node.get('provision_state') not in (None, states.AVAILABLE):
             return 'provision state is %s' % node['provision_state']
         return self._tenancy.reason(node, requirements)

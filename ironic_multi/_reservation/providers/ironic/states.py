@@ -112,6 +112,16 @@ def is_usable(node):
         and node.get('provision_state') in IN_USE | {AVAILABLE})
 
 
+def in_conductor_group(node, group):
+    """Whether ``node`` is in conductor ``group`` (None: any group).
+
+    Ironic stores groups in lower case; the empty one is the default.
+    """
+    if group is None:
+        return True
+    return (node.get('conductor_group') or '') == group.lower()
+
+
 def reservation_state(node):
     """The lifecycle state of the reservation held on ``node``.
 

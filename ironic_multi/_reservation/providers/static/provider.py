@@ -73,7 +73,10 @@ class StaticProvider(base.NodeProvider):
         self._opts = conf.ironic_multi
         self.inventory = os.path.abspath(inventory_path
                                          or self._opts.static_inventory)
-        self.records = records_mod.RecordFile(self.inventory)
+        # Every change waits for the records' lock within a bound: a claim
+        # within its own deadline, the others as long as a claim may last.
+        self.records = records_mod.RecordFile(
+            self.inventory, lock_timeout=self._opts.claim_timeout)
         self._ready = (filters.ReadyFilter(self._why_not_ready),)
         # (stat signature, nodes): replaced whole, never changed in place.
         self._cache = (None, {})
@@ -201,7 +204,7 @@ class StaticProvider(base.NodeProvider):
             with self.records.changing(deadline) as document:
                 return self._claim(document['reservations'], candidates,
                                    instance_uuid, requirements, claimer)
-        except records_mod.LockTimeout:
+        except exception.RecordsLocked:
             raise exception.ClaimTimeout(instance=instance_uuid,
                                          timeout=self._opts.claim_timeout)
 

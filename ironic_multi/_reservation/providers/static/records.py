@@ -24,7 +24,8 @@
 
 Every change is made while holding oslo.concurrency's lock (a semaphore
 for the threads of this process, a file lock for the processes of the
-host), and written to a temporary file that then replaces the state file.
+host), waited for within a bound, and written to a temporary file that
+then replaces the state file.
 The data and the directory entry are fsynced before the lock is let go,
 so a claim that returned survives a crash of the process or the host, and
 readers, which take no lock, always see a whole file.
@@ -41,23 +42,27 @@ from oslo_concurrency import lockutils
 
 from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers.static import inventory
+from ironic_multi import exception
 
 FORMAT_VERSION = 1
 STATE_SUFFIX = '.reservations.json'
 LOCK_SUFFIX = '.reservations.lock'
-
-
-class LockTimeout(Exception):
-    """The deadline passed while waiting for the lock."""
+# Seconds a change waits for the lock, unless told otherwise.
+DEFAULT_LOCK_TIMEOUT = 60.0
 
 
 class RecordFile(object):
-    """The reservation records next to an inventory file."""
+    """The reservation records next to an inventory file.
 
-    def __init__(self, inventory_path):
+    :param lock_timeout: seconds a change waits for the lock when its
+        caller gives no deadline.
+    """
+
+    def __init__(self, inventory_path, lock_timeout=DEFAULT_LOCK_TIMEOUT):
         self.path = inventory_path + STATE_SUFFIX
         self._lock_dir = os.path.dirname(inventory_path)
         self._lock_name = os.path.basename(inventory_path) + LOCK_SUFFIX
+        self._lock_timeout = lock_timeout
 
     def read(self):
         """``{instance_uuid: record}`` as the file holds them now."""
@@ -99,7 +104,8 @@ class RecordFile(object):
         """The document, under the lock; written back if changed.
 
         :param deadline: ``time.monotonic()`` value after which waiting for
-            the lock gives up with LockTimeout; None waits for good.
+            the lock gives up; by default ``lock_timeout`` from now.
+        :raises RecordsLocked: the lock was not had by the deadline.
         """
         with self._locked(deadline):
             document = self.read_document()
@@ -110,14 +116,28 @@ class RecordFile(object):
 
     @contextlib.contextmanager
     def _locked(self, deadline):
+        asked = time.monotonic()
+        if deadline is None:
+            deadline = asked + self._lock_timeout
+
+        def left():
+            seconds = deadline - time.monotonic()
+            if seconds <= 0:
+                raise timed_out()
+            return seconds
+
+        def timed_out():
+            return exception.RecordsLocked(
+                path=self.path, timeout=round(deadline - asked, 1))
+
         threads = lockutils.internal_lock(self._lock_name)
-        if not threads.acquire(timeout=_left(deadline)):
-            raise LockTimeout()
+        if not threads.acquire(timeout=left()):
+            raise timed_out()
         try:
             processes = lockutils.external_lock(self._lock_name,
                                                 lock_path=self._lock_dir)
-            if not processes.acquire(timeout=_left(deadline)):
-                raise LockTimeout()
+            if not processes.acquire(timeout=left()):
+                raise timed_out()
             try:
                 yield
             finally:
@@ -148,13 +168,3 @@ class RecordFile(object):
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-
-
-def _left(deadline):
-    """Seconds to wait before ``deadline`` (None: no bound), or raise."""
-    if deadline is None:
-        return None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise LockTimeout()
-    return left

@@ -12,6 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import datetime
 import time
 from unittest import mock
 import urllib.parse
@@ -137,6 +138,33 @@ class TestListing:
         api = make_api({'nodes': [{'uuid': 'a'}]})
         assert len(api.list_nodes(page_size=1)) == 1
         assert len(calls(api)) == 1
+
+
+class TestServerTime:
+
+    def _api(self, headers):
+        api = make_api()
+        api._http.json_request.side_effect = [
+            (mock.Mock(headers=headers), _root('1.115'))]
+        return api
+
+    def test_the_date_header_less_the_time_the_request_took(self, conf):
+        api = self._api({'Date': 'Sat, 21 Nov 2026 12:00:05 GMT'})
+        with mock.patch.object(client.time, 'monotonic',
+                               side_effect=[100.0, 102.5]):
+            now = api.server_time()
+        assert now == datetime.datetime(2026, 11, 21, 12, 0, 2, 500000)
+        assert now.tzinfo is None
+
+    @pytest.mark.parametrize('headers', [{}, {'Date': 'yesterday'}])
+    def test_without_a_date_this_hosts_clock(self, conf, headers):
+        api = self._api(headers)
+        asked = datetime.datetime(2026, 11, 21, 12, 0, 0, 250000,
+                                  tzinfo=datetime.timezone.utc)
+        with mock.patch.object(client.time, 'time',
+                               return_value=asked.timestamp()):
+            now = api.server_time()
+        assert now == asked.replace(tzinfo=None)
 
 
 class TestTimeouts:

@@ -36,11 +36,16 @@ class FakeIronic:
 
     ``read_changed`` lists as Ironic does after a marker, by
     ``(updated_at, uuid)`` and without nulls, and reads the mark back as
-    the provider does.
+    the provider does.  Its horizon is ``now``, Ironic's clock when a
+    listing starts (the skew allowance left out).  ``behind_listing``
+    makes changes while the next listing runs, behind the place it has
+    reached: that listing does not see them.
     """
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, now=T0 + datetime.timedelta(minutes=1)):
         self.nodes = {n['uuid']: n for n in nodes}
+        self.now = now
+        self.behind_listing = None
         self.full_reads = []
         self.changed_reads = []
 
@@ -60,10 +65,13 @@ class FakeIronic:
             raise ready_pool.MarkMoved(mark, read=1)
         found = [dict(n) for n in self._dated()
                  if (n['updated_at'], n['uuid']) > (now, mark.uuid)]
-        return found, len(found) + 1
+        if self.behind_listing is not None:
+            self.behind_listing()
+            self.behind_listing = None
+        return found, len(found) + 1, self.now
 
     def read_recent(self):
-        return [dict(n) for n in self._dated()[-3:]]
+        return [dict(n) for n in self._dated()[-3:]], self.now
 
     def change(self, uuid, when, **fields):
         self.nodes[uuid] = dict(self.nodes[uuid], updated_at=when.isoformat(),
@@ -77,11 +85,11 @@ def ironic():
                        for i in range(10)])
 
 
-def make_pool(ironic, full_interval=3600):
+def make_pool(ironic, full_interval=3600, keep=None):
     return ready_pool.ReadyPool(ironic.read_full, ironic.read_changed,
                                 ironic.read_recent,
                                 shard_of=lambda n: n['shard'],
-                                full_interval=full_interval)
+                                full_interval=full_interval, keep=keep)
 
 
 def _later(minutes):
@@ -122,22 +130,68 @@ class TestRefresh:
         pool = make_pool(ironic)
         pool.refresh({'s0'})
         ironic.change('n4', _later(5), instance_uuid='i1')
+        ironic.now = _later(10)
         read = pool.refresh({'s0'})
         assert 'n4' not in {n['uuid'] for n in pool.ready()}
         assert len(ironic.full_reads) == 1
-        # After n7, the mark (2 s before the newest change, n9): n8, n9
-        # and n4 (changed), and n7 read back.
-        assert read == 4
+        # After n9, the newest change before the first horizon: n4
+        # (changed), and n9 read back.
+        assert read == 2
 
     def test_the_mark_follows_the_changes(self, ironic):
         pool = make_pool(ironic)
         pool.refresh({'s0'})
         for minute in (5, 6):
             ironic.change('n%d' % minute, _later(minute))
+        ironic.now = _later(10)
         pool.refresh({'s0'})
-        # n5 is now 2 s or more older than the newest change, n6.
-        assert pool.refresh({'s0'}) == 2
-        assert ironic.changed_reads[-1] == 'n5'
+        # n6, the newest change before the horizon, is the mark now.
+        assert pool.refresh({'s0'}) == 1
+        assert ironic.changed_reads[-1] == 'n6'
+
+    def test_the_mark_is_a_change_before_the_horizon(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        ironic.change('n5', _later(5))
+        # The listing started in the second of n5's change, with n6's
+        # change later: neither may be the mark.
+        ironic.change('n6', _later(5) + datetime.timedelta(seconds=3))
+        ironic.now = _later(5) + datetime.timedelta(microseconds=900000)
+        pool.refresh({'s0'})
+        pool.refresh({'s0'})
+        assert ironic.changed_reads[-2:] == ['n9', 'n9']
+
+    def test_a_change_in_a_second_the_listing_passed_is_seen_next(
+            self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        second = _later(5)
+        ironic.now = second + datetime.timedelta(milliseconds=500)
+        # The listing's first page ends with n4, changed in that second;
+        # a later page has n6, changed 2 s after it.  n2 changes between
+        # the pages, stamped in n4's second (MariaDB keeps whole seconds)
+        # and sorted before it: behind the listing.
+        ironic.change('n4', second)
+        ironic.change('n6', second + datetime.timedelta(seconds=2))
+        ironic.behind_listing = lambda: ironic.change(
+            'n2', second, instance_uuid='i1')
+        pool.refresh({'s0'})
+        assert 'n2' in {n['uuid'] for n in pool.ready()}  # not seen yet
+        ironic.now = _later(10)
+        pool.refresh({'s0'})
+        assert 'n2' not in {n['uuid'] for n in pool.ready()}
+        assert len(ironic.full_reads) == 1
+
+    def test_no_change_before_the_horizon_keeps_the_mark(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        ironic.change('n4', _later(5), instance_uuid='i1')
+        ironic.now = _later(5)  # the change is in the horizon's second
+        pool.refresh({'s0'})
+        ironic.now = _later(6)
+        pool.refresh({'s0'})
+        assert ironic.changed_reads == ['n9', 'n9']
+        assert len(ironic.full_reads) == 1
 
     def test_nodes_never_updated_are_never_read_again(self, ironic):
         for i in range(10, 100):
@@ -145,20 +199,23 @@ class TestRefresh:
         pool = make_pool(ironic)
         pool.refresh({'s0'})
         ironic.change('n99', _later(5), instance_uuid='i1')
-        # n8, n9 and n99 after the mark n7, and n7 read back.
-        assert pool.refresh({'s0'}) == 4
+        ironic.now = _later(10)
+        # n99 after the mark n9, and n9 read back.
+        assert pool.refresh({'s0'}) == 2
         assert 'n99' not in {n['uuid'] for n in pool.ready()}
 
     def test_a_moved_mark_gives_way_to_an_older_one(self, ironic):
         pool = make_pool(ironic)
         pool.refresh({'s0'})
         ironic.change('n2', _later(5))
+        ironic.now = _later(6)
         pool.refresh({'s0'})
-        # The marks are now n9 (this pass's), then n7; n9 changes.
-        ironic.change('n9', _later(6))
-        ironic.change('n4', _later(7), instance_uuid='i1')
+        # The marks are now n2 (this pass's), then n9; n2 changes.
+        ironic.change('n2', _later(7))
+        ironic.change('n4', _later(8), instance_uuid='i1')
+        ironic.now = _later(9)
         pool.refresh({'s0'})
-        assert ironic.changed_reads[-2:] == ['n9', 'n7']
+        assert ironic.changed_reads[-2:] == ['n2', 'n9']
         assert 'n4' not in {n['uuid'] for n in pool.ready()}
         assert len(ironic.full_reads) == 1
 
@@ -183,6 +240,29 @@ class TestRefresh:
         ironic.change('n3', T0 + datetime.timedelta(minutes=5))
         pool.refresh({'s0'})
         assert 'n3' not in {n['uuid'] for n in pool.nodes()}
+
+    def test_a_node_that_left_the_owned_shards_leaves_the_pool(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        ironic.change('n4', _later(5), shard='s1')
+        pool.refresh({'s0'})
+        assert 'n4' not in {n['uuid'] for n in pool.nodes()}
+        assert len(ironic.full_reads) == 1
+
+    def test_a_node_that_left_the_conductor_group_leaves_the_pool(
+            self, ironic):
+        pool = make_pool(ironic, keep=lambda n: states.in_conductor_group(
+            n, 'Rack1'))
+        for node in ironic.nodes.values():
+            node['conductor_group'] = 'rack1'
+        pool.refresh({'s0'})
+        assert 'n4' in {n['uuid'] for n in pool.ready()}
+        ironic.change('n4', _later(5), conductor_group='rack2')
+        ironic.change('n6', _later(5), instance_uuid='i1')
+        pool.refresh({'s0'})
+        assert {n['uuid'] for n in pool.nodes()} == {'n0', 'n2', 'n6', 'n8'}
+        assert {n['uuid'] for n in pool.ready()} == {'n0', 'n2', 'n8'}
+        assert len(ironic.full_reads) == 1
 
     def test_gained_shard_is_read_fully_lost_shard_dropped(self, ironic):
         pool = make_pool(ironic)
