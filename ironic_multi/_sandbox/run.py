@@ -65,12 +65,19 @@ def _signals(note):
     """SIGINT, SIGTERM and SIGHUP unwind the main thread as Ctrl-C does.
 
     Each is first passed to ``note``: the exception raised here can be
-    lost in the code the main thread runs, the note cannot.  Installed
-    before Ironic starts: its fixture's safety net, installed next, stops
-    Ironic first and then hands SIGTERM and SIGHUP on to this.
+    lost in the code the main thread runs, the note cannot.  Only the
+    first one raises: under tox a Ctrl-C comes twice (the terminal's, then
+    tox's own), and a second exception would cut the clean-up short.
+    Installed before Ironic starts: its fixture's safety net, installed
+    next, stops Ironic first and then hands SIGTERM and SIGHUP on to this.
     """
+    raised = []
+
     def handler(signum, frame):
         note(signum)
+        if raised:
+            return
+        raised.append(signum)
         raise scenario_mod.Interrupted(signum)
 
     previous = {signum: signal.signal(signum, handler)
