@@ -30,8 +30,8 @@ import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 
+import fixtures  # noqa: E402
 from rich import console as rich_console  # noqa: E402
 
 from ironic_multi._sandbox import display as display_mod  # noqa: E402
@@ -43,6 +43,8 @@ from ironic_multi.testing import ironic_server  # noqa: E402
 
 # Nova's services are imported above; keep flake8 from calling it unused.
 assert nova_services.IRONIC_MULTI_DRIVER
+
+LOG = logging.getLogger(__name__)
 
 CHART = 'sandbox.png'
 REPORT = 'sandbox.json'
@@ -93,13 +95,16 @@ class _Services(contextlib.ExitStack):
     """What the scenario starts; stopped in reverse on any way out.
 
     While it stops, another Ctrl-C only says to wait (Ironic is released
-    at exit and dies with this process in any case).
+    at exit and dies with this process in any case).  When the run is
+    already failing, an error of the clean-up does not replace the
+    failure: it is logged and kept in :attr:`cleanup_errors`.
     """
 
     def __init__(self, display):
         super().__init__()
         self.display = display
         self.stop_seconds = None
+        self.cleanup_errors = []
 
     def __exit__(self, *exc_info):
         def wait(signum, frame):
@@ -110,10 +115,33 @@ class _Services(contextlib.ExitStack):
         started = time.monotonic()
         try:
             return super().__exit__(*exc_info)
+        except Exception as e:
+            if exc_info[1] is None:
+                raise
+            # The first cause goes on; this one is a consequence.
+            LOG.error('While stopping the services after %s: %s',
+                      _describe(exc_info[1]), _describe(e), exc_info=True)
+            self.cleanup_errors.append(e)
+            return False
         finally:
             self.stop_seconds = time.monotonic() - started
             phase.done('%.1f s' % self.stop_seconds)
             signal.signal(signal.SIGINT, previous)
+
+
+def first_cause(error):
+    """The error that started it all, out of a fixture's bundle of them.
+
+    A fixture whose setUp fails raises MultipleExceptions: the failure,
+    then the SetupError that reports it.
+    """
+    while isinstance(error, fixtures.MultipleExceptions) and error.args:
+        error = error.args[0][1]
+    return error
+
+
+def _describe(error):
+    return '%s: %s' % (type(error).__name__, error)
 
 
 @contextlib.contextmanager
@@ -192,11 +220,14 @@ def _run(args, layout, output):
                     scenario.run(services)
         except KeyboardInterrupt as e:
             interrupted = e
-        except EXPECTED_ERRORS as e:
-            failure = '%s: %s' % (type(e).__name__, e)
         except Exception as e:
-            traceback.print_exc()
-            failure = '%s: %s' % (type(e).__name__, e)
+            cause = first_cause(e)
+            failure = _describe(cause)
+            if not isinstance(cause, EXPECTED_ERRORS):
+                # A bug: its traceback goes to the log, not the console.
+                LOG.error('The sandbox failed', exc_info=cause)
+                failure += ' (traceback in %s)' % os.path.join(output,
+                                                               LOG_FILE)
     if interrupted is None and scenario.signalled is not None:
         # Its exception was lost after the scenario's last pause.
         interrupted = scenario_mod.Interrupted(scenario.signalled)
@@ -235,6 +266,9 @@ def _run(args, layout, output):
     results['wall_seconds'] = round(clock(), 1)
     if failure:
         results['problems'].append(failure)
+        results['problems'].extend('while stopping the services: %s'
+                                   % _describe(e)
+                                   for e in services.cleanup_errors)
     with open(results['report'], 'w') as f:
         json.dump(results, f, indent=1, sort_keys=True, default=str)
     if 'capacity' in results:

@@ -45,6 +45,7 @@ from nova.tests.functional.api import client as api_client
 from nova import utils as nova_utils
 from oslo_utils import timeutils
 
+from ironic_multi._reservation import membership
 from ironic_multi._reservation import worker as worker_mod
 from ironic_multi._sandbox import checks
 from ironic_multi._sandbox import fleet
@@ -243,7 +244,8 @@ class Scenario(object):
             # Servers that outlive the sandbox keep no group of ours.
             stack.callback(coordination.delete_group, url, group)
         self.results['coordination'] = {
-            'url': url or 'file:// (a temporary directory)', 'group': group}
+            'url': membership.redact(url) if url
+            else 'file:// (a temporary directory)', 'group': group}
         return url, group
 
     def start_nova(self, stack, url, group):
@@ -429,6 +431,16 @@ class Scenario(object):
             return None
         return views[0]
 
+    def _why_apart(self):
+        """Which live services are out of the coordination group."""
+        alone = [host for host in sorted(self.live)
+                 if not self._reserver(host).membership.started]
+        if not alone:
+            return ''
+        return ': %s not in coordination group %s at %s (see %s)' % (
+            ', '.join(alone), self.results['coordination']['group'],
+            self.results['coordination']['url'], self.args.nova_log)
+
     def _choose_victim(self, owners):
         active = collections.Counter(
             r['host'] for r in self.servers.values()
@@ -447,7 +459,7 @@ class Scenario(object):
             owners = self._owners(sorted(self.live))
             if owners is None and time.monotonic() > deadline:
                 raise SandboxError('the compute services do not agree on '
-                                   'the shard ring')
+                                   'the shard ring%s' % self._why_apart())
             if owners is None:
                 self._pause(0.2)
         victim = self.victim = self._choose_victim(owners)

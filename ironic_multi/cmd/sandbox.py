@@ -104,14 +104,21 @@ def parser():
 def main(argv=None):
     """Run the sandbox; returns the exit code."""
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    # The layout is checked before anything starts (and before Nova is
-    # imported, which takes seconds).
+    # The layout and the coordination URL are checked before anything
+    # starts (and before Nova's services are imported, which takes
+    # seconds).
     from ironic_multi._sandbox import fleet
     try:
         layout = fleet.make_layout(args.nodes, args.computes, args.servers,
                                    args.seed)
     except fleet.LayoutError as e:
         parser().error(str(e))
+    from ironic_multi._sandbox import preflight
+    try:
+        preflight.check_coordination(args.coordination_url)
+    except preflight.PreflightError as e:
+        parser().exit(2, '%s: error: --coordination-url %s\n' % (
+            parser().prog, e))
     try:
         from ironic_multi._sandbox import run
     except ImportError as e:
