@@ -146,10 +146,13 @@ def _describe(error):
 
 @contextlib.contextmanager
 def _logging_to(path):
-    """Log records at INFO and above go to ``path``, not the console."""
+    """Log records at INFO and above go to ``path``, not the console.
+
+    The file starts empty: it holds this run's log only.
+    """
     root = logging.getLogger()
     saved = root.handlers[:], root.level
-    handler = logging.FileHandler(path)
+    handler = logging.FileHandler(path, mode='w')
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root.handlers[:] = [handler]
@@ -181,9 +184,17 @@ def _alive(pid):
 
 
 def run(args, layout):
-    """Run the sandbox; returns the exit code."""
+    """Run the sandbox; returns the exit code.
+
+    What an earlier run left in the output directory goes first: a run
+    that fails or is interrupted before it writes its chart must not
+    leave the last run's chart there looking like its own.
+    """
     output = os.path.abspath(args.output)
     os.makedirs(output, exist_ok=True)
+    for name in (CHART, REPORT, NOVA_LOG_FILE):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(output, name))
     args.nova_log = os.path.join(output, NOVA_LOG_FILE)
     with _logging_to(os.path.join(output, LOG_FILE)):
         return _run(args, layout, output)
@@ -256,6 +267,11 @@ def _run(args, layout, output):
     results['hosts'] = sorted(scenario.providers)
     results['servers'] = servers
     report.summarize(results, servers)
+    if failure:
+        results['problems'].append(failure)
+        results['problems'].extend('while stopping the services: %s'
+                                   % _describe(e)
+                                   for e in services.cleanup_errors)
     if scenario.sampler is not None:
         results['timeline'] = {'period': scenario.sampler.period,
                                'samples': scenario.sampler.samples,
@@ -264,11 +280,6 @@ def _run(args, layout, output):
         if not args.no_chart and scenario.sampler.samples:
             results['chart'] = _chart(output, results, layout)
     results['wall_seconds'] = round(clock(), 1)
-    if failure:
-        results['problems'].append(failure)
-        results['problems'].extend('while stopping the services: %s'
-                                   % _describe(e)
-                                   for e in services.cleanup_errors)
     with open(results['report'], 'w') as f:
         json.dump(results, f, indent=1, sort_keys=True, default=str)
     if 'capacity' in results:
@@ -303,5 +314,6 @@ def _chart(output, results, layout):
         boots, [(rc, checks.placement_class(rc))
                 for rc in layout.resource_classes()],
         title='ironic-multi sandbox: %d nodes, %d compute services, %d '
-              'servers' % (layout.nodes, layout.computes, layout.servers))
+              'servers' % (layout.nodes, layout.computes, layout.servers),
+        failed='; '.join(results['problems']) or None)
     return path
