@@ -34,7 +34,9 @@ import time  # noqa: E402
 import fixtures  # noqa: E402
 from rich import console as rich_console  # noqa: E402
 
+from ironic_multi._reservation import membership  # noqa: E402
 from ironic_multi._sandbox import display as display_mod  # noqa: E402
+from ironic_multi._sandbox import keep  # noqa: E402
 from ironic_multi._sandbox import report  # noqa: E402
 from ironic_multi._sandbox import scenario as scenario_mod  # noqa: E402
 from ironic_multi import exception  # noqa: E402
@@ -63,19 +65,22 @@ EXPECTED_ERRORS = (scenario_mod.SandboxError, exception.IronicMultiError,
 
 
 @contextlib.contextmanager
-def _signals(note):
+def _signals(note, ignore=None):
     """SIGINT, SIGTERM and SIGHUP unwind the main thread as Ctrl-C does.
 
     Each is first passed to ``note``: the exception raised here can be
     lost in the code the main thread runs, the note cannot.  Only the
     first one raises: under tox a Ctrl-C comes twice (the terminal's, then
     tox's own), and a second exception would cut the clean-up short.
+    While ``ignore()`` is true (the services stop anyway) they do nothing.
     Installed before Ironic starts: its fixture's safety net, installed
     next, stops Ironic first and then hands SIGTERM and SIGHUP on to this.
     """
     raised = []
 
     def handler(signum, frame):
+        if ignore is not None and ignore():
+            return
         note(signum)
         if raised:
             return
@@ -105,8 +110,17 @@ class _Services(contextlib.ExitStack):
         self.display = display
         self.stop_seconds = None
         self.cleanup_errors = []
+        #: Set once the services are about to stop: signals then only
+        #: say to wait.
+        self.stopping = False
+
+    def stop_soon(self):
+        """The services stop next (a kept cloud's Ctrl-C came)."""
+        self.stopping = True
 
     def __exit__(self, *exc_info):
+        self.stopping = True
+
         def wait(signum, frame):
             self.display.say('Stopping the services, please wait')
 
@@ -215,13 +229,16 @@ def _run(args, layout, output):
     results['settings'] = {
         'nodes': args.nodes, 'computes': args.computes,
         'servers': args.servers, 'seed': args.seed, 'db': args.db,
-        'coordination_url': args.coordination_url or 'file',
+        'coordination_url': membership.redact(
+            args.coordination_url or 'file'),
         'output': output}
     results['report'] = os.path.join(output, REPORT)
     results['logs'] = [os.path.join(output, LOG_FILE), args.nova_log]
     interrupted = failure = None
+    # The exit code of a scenario whose cloud was kept up (--keep).
+    kept = None
     services = _Services(display)
-    with _signals(scenario.interrupt):
+    with _signals(scenario.interrupt, ignore=lambda: services.stopping):
         try:
             with display:
                 display.say('ironic-multi sandbox: %d nodes, %d compute '
@@ -229,6 +246,14 @@ def _run(args, layout, output):
                             args.computes, args.servers, args.seed)
                 with services:
                     scenario.run(services)
+                    if args.keep:
+                        # The chart waits for the end: matplotlib cannot
+                        # load under Nova's test fixtures (warnings are
+                        # errors there).
+                        kept = _report(console, args, layout, output,
+                                       scenario, services, None, clock,
+                                       chart=False)
+                        _keep(console, scenario, services, output)
         except KeyboardInterrupt as e:
             interrupted = e
         except Exception as e:
@@ -262,7 +287,26 @@ def _run(args, layout, output):
                           '' if not results['cleanup']['ironic_running']
                           else ' - but Ironic still runs!'))
         return 128 + signum
+    if kept is None or failure:
+        return _report(console, args, layout, output, scenario, services,
+                       failure, clock)
+    # The report came before the cloud was kept; now its clean-up and
+    # its chart.
+    console.print('Nova\'s services and Ironic (pid %s) stopped in %.1f s; '
+                  '%s' % (pid, services.stop_seconds or 0,
+                          'Ironic still runs!' if results['cleanup'][
+                              'ironic_running'] else 'nothing left running'))
+    if not args.no_chart and results.get('timeline', {}).get('samples'):
+        results['chart'] = _chart(output, results, layout)
+        console.print('Chart: %s' % results['chart'])
+    _write_report(results)
+    return 1 if results['problems'] else kept
 
+
+def _report(console, args, layout, output, scenario, services, failure,
+            clock, chart=True):
+    """Summarize, write the report and the chart, print; the exit code."""
+    results = scenario.results
     servers = sorted(scenario.servers.values(), key=lambda r: r['name'])
     results['hosts'] = sorted(scenario.providers)
     results['servers'] = servers
@@ -274,14 +318,13 @@ def _run(args, layout, output):
                                    for e in services.cleanup_errors)
     if scenario.sampler is not None:
         results['timeline'] = {'period': scenario.sampler.period,
-                               'samples': scenario.sampler.samples,
-                               'events': scenario.sampler.events,
+                               'samples': list(scenario.sampler.samples),
+                               'events': list(scenario.sampler.events),
                                'failed_reads': scenario.sampler.failed_reads}
-        if not args.no_chart and scenario.sampler.samples:
+        if chart and not args.no_chart and scenario.sampler.samples:
             results['chart'] = _chart(output, results, layout)
     results['wall_seconds'] = round(clock(), 1)
-    with open(results['report'], 'w') as f:
-        json.dump(results, f, indent=1, sort_keys=True, default=str)
+    _write_report(results)
     if 'capacity' in results:
         console.print()
         report.render(console, results, servers, layout)
@@ -293,6 +336,28 @@ def _run(args, layout, output):
         return 1
     console.print('sandbox OK (%.1f s)' % results['wall_seconds'])
     return 0
+
+
+def _write_report(results):
+    with open(results['report'], 'w') as f:
+        json.dump(results, f, indent=1, sort_keys=True, default=str)
+
+
+def _keep(console, scenario, services, output):
+    """Keep the cloud up until Ctrl-C or SIGTERM (``--keep``)."""
+    path = keep.write_manage_conf(os.path.join(output, keep.MANAGE_CONF),
+                                  scenario.manage_options())
+    scenario.results['kept'] = {'manage_conf': path}
+
+    def write(line):
+        # Whole lines, never wrapped: they are there to be pasted.
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+    lines = ([''] + scenario.describe_cloud() + keep.paste_lines(path)
+             + ['Ctrl-C (or SIGTERM) stops it.'])
+    signum = keep.hold(write, lines, on_signal=services.stop_soon)
+    scenario.display.say('%s: stopping the kept cloud',
+                         signal.Signals(signum).name)
 
 
 def _chart(output, results, layout):

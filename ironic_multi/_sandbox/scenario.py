@@ -590,6 +590,36 @@ class Scenario(object):
         phase.done('in %.1f s' % (time.monotonic() - started))
         self.sampler.mark('%d deleted' % len(chosen))
 
+    # -- a kept cloud (--keep) ------------------------------------------
+
+    #: The ``[ironic_multi]`` options the operator CLI shares with the
+    #: compute services.
+    MANAGE_OPTIONS = ('node_provider', 'coordination_url',
+                      'coordination_group', 'membership_timeout',
+                      'ring_partitions', 'fallback_shard_count',
+                      'pool_refresh_interval', 'request_poll_interval')
+
+    def manage_options(self):
+        """What ironic-multi-manage needs to reach this cloud."""
+        opts = nova_services.CONF.ironic_multi
+        return {'ironic': {'auth_type': 'none',
+                           'endpoint_override': self.server.endpoint},
+                'ironic_multi': {name: getattr(opts, name)
+                                 for name in self.MANAGE_OPTIONS}}
+
+    def describe_cloud(self):
+        """Lines saying what runs while the cloud is kept."""
+        stopped = sorted(set(self.providers) - self.live)
+        return [
+            'The sandbox\'s cloud stays up: Ironic (noauth) at %s, %d nodes; '
+            'compute services %s up%s; coordination group %s at %s.  Nova\'s '
+            'API runs in this process only.' % (
+                self.server.endpoint, self.layout.nodes,
+                ', '.join(sorted(self.live)),
+                ' (%s stopped)' % ', '.join(stopped) if stopped else '',
+                self.results['coordination']['group'],
+                self.results['coordination']['url'])]
+
     # -- the end --------------------------------------------------------
 
     def resource_periodic(self):
