@@ -167,9 +167,20 @@ function configure_ironic_multi {
 
     _configure_ironic_multi_auth "$conf"
 
+    if [[ "$IRONIC_MULTI_SHARD_COUNT" -gt 0 ]]; then
+        iniset "$conf" ironic_multi fallback_shard_count \
+            "$IRONIC_MULTI_SHARD_COUNT"
+    fi
+
     # The scheduler reads $NOVA_CONF too.
     iniset "$conf" filter_scheduler enabled_filters \
         "$IRONIC_MULTI_SCHEDULER_FILTERS"
+    # A few reschedules of one class would push a whole compute service
+    # below the others for every flavor: the build failure weigher goes
+    # off on the scheduler, and the computes report no build failures
+    # (doc/source/nova-settings.rst).  n-cpu's copy is made after this.
+    iniset "$conf" filter_scheduler build_failure_weight_multiplier 0
+    iniset "$conf" compute consecutive_build_service_disable_threshold 0
 
     # One small file per extra compute, anew at every stack.sh.
     for i in $(_ironic_multi_indexes_on_disk); do

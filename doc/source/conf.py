@@ -17,7 +17,7 @@
 The configuration reference is generated from the options
 (``oslo.config.opts`` entry point ``ironic_multi``) and the CLI reference
 from the commands (entry point namespace ``ironic_multi.manage``): the
-package must be installed, as ``tox -e docs`` does.
+package must be installed, as ``./tox.sh -e docs`` does.
 """
 
 # -- General configuration ---------------------------------------------------

@@ -21,6 +21,7 @@ from cliff import app
 from cliff import commandmanager
 
 import ironic_multi
+from ironic_multi import _argtypes
 from ironic_multi._manage import sources
 
 #: The entry point namespace of the commands (setup.cfg), the one list of
@@ -38,10 +39,10 @@ owns no shard.
 
 # -q, default, -v, -vv, -vvv: the least level shown of the CLI's own
 # messages and of the libraries'.  The libraries' errors are the CLI's
-# error message too: shown from -v on.
+# error message too: shown from -v on, with what the CLI read.
 _CONSOLE_LEVELS = {0: (logging.ERROR, logging.CRITICAL + 1),
                    1: (logging.WARNING, logging.CRITICAL + 1),
-                   2: (logging.WARNING, logging.WARNING),
+                   2: (logging.INFO, logging.WARNING),
                    3: (logging.INFO, logging.INFO)}
 
 
@@ -103,6 +104,13 @@ class ManageApp(app.App):
             help='A directory whose files ending in .conf are read '
                  'after the --config-file ones, in alphabetical order; '
                  'may be repeated.')
+        parser.add_argument(
+            '--wait', type=_argtypes.positive_seconds,
+            default=sources.DEFAULT_WAIT, metavar='SECONDS',
+            help='How long to wait for Ironic and for the coordination '
+                 'backend to answer before giving up (default: %d). A '
+                 'wait of more than %d s says what it waits for.'
+                 % (sources.DEFAULT_WAIT, sources.ANNOUNCE_AFTER))
         return parser
 
     def configure_logging(self):
@@ -140,7 +148,8 @@ class ManageApp(app.App):
 
     def initialize_app(self, argv):
         self.sources = sources.Sources(self.options.config_file,
-                                       self.options.config_dir)
+                                       self.options.config_dir,
+                                       wait=self.options.wait)
 
     def clean_up(self, cmd, result, err):
         if self.sources is not None:

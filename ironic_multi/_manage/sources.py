@@ -18,7 +18,13 @@ Each source is made on first use, so that ``--help`` needs none, and let
 go when the command ends.
 """
 
+import contextlib
 import dataclasses
+import logging
+import math
+import os
+import threading
+import time
 
 from oslo_config import cfg
 
@@ -28,12 +34,20 @@ from ironic_multi._reservation import membership as membership_mod
 from ironic_multi._reservation import providers
 from ironic_multi._reservation import ring as ring_mod
 from ironic_multi import conf as im_conf
+from ironic_multi import exception
 
 NAME = 'ironic-multi-manage'
+LOG = logging.getLogger(NAME)
 #: The CLI's host in the group: an operator, owning no shard.
 OPERATOR_HOST = membership_mod.OPERATOR_PREFIX + NAME
 # nova-compute's configuration files are where this CLI looks by default.
 PROJECT = 'nova'
+#: Seconds the CLI waits for Ironic or the coordination backend to answer
+#: at first (``--wait``): an operator's command, not a service, should
+#: say soon that it cannot reach them.
+DEFAULT_WAIT = 10
+# A wait longer than this says what it waits for.
+ANNOUNCE_AFTER = 2
 
 
 @dataclasses.dataclass
@@ -72,15 +86,81 @@ def load_conf(config_files=(), config_dirs=()):
         # oslo.config's own argument parser gave up on the arguments.
         raise base.ManageError('Cannot read the configuration from %s'
                                % ' '.join(args))
+    if not read_from(conf):
+        raise base.ManageError(
+            'No configuration file found: looked for %s.conf and %s.conf '
+            '(and %s.conf.d/) in %s. Pass the file nova-compute runs with: '
+            '--config-file /etc/nova/nova.conf (or --config-dir DIR)' % (
+                PROJECT, NAME, PROJECT, ', '.join(searched())))
+    LOG.info('Read the configuration from %s', ', '.join(read_from(conf)))
     return conf
+
+
+def searched():
+    """Where oslo.config looks for files when none is given, in order."""
+    # The private helper is the one list oslo.config searches; the public
+    # find_config_files() returns only what it found.
+    return [os.path.join(directory, '')
+            for directory in cfg._get_config_dirs(PROJECT)]
+
+
+def read_from(conf):
+    """The configuration files and directories ``conf`` was read from."""
+    return list(conf.config_file or ()) + list(conf.config_dir or ())
+
+
+def describe_ironic(conf):
+    """Where the ``[ironic]`` options say Ironic is, for messages."""
+    group = conf.ironic
+    if group.endpoint_override:
+        return 'Ironic at %s' % group.endpoint_override
+    if group.auth_type in (None, 'none', 'noauth'):
+        return 'Ironic (no [ironic] endpoint_override)'
+    auth_url = getattr(group, 'auth_url', None)
+    return 'Ironic (the %s endpoint in the catalog of %s)' % (
+        group.service_type, auth_url or 'Keystone')
+
+
+def _check_ironic_options(conf):
+    """The ``[ironic]`` options that cannot work, named with the files."""
+    group = conf.ironic
+    if group.auth_type is None and not group.endpoint_override:
+        raise base.ManageError(
+            'No [ironic] auth_type in %s: set the [ironic] options '
+            'nova-compute uses (auth_type = password, auth_url and '
+            'credentials), or auth_type = none and endpoint_override for '
+            'an Ironic without Keystone' % ', '.join(read_from(conf)))
+
+
+@contextlib.contextmanager
+def waiting(what, seconds, option='--wait'):
+    """Say what a wait of more than ANNOUNCE_AFTER seconds waits for.
+
+    :param option: the option that raises the bound, for the message.
+    """
+    if seconds <= ANNOUNCE_AFTER:
+        # Over before anyone wonders.
+        yield
+        return
+    timer = threading.Timer(ANNOUNCE_AFTER, LOG.warning, args=(
+        'Waiting up to %s s for %s (%s raises the bound)',
+        _seconds(seconds), what, option))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 class Sources(object):
     """The configuration, node provider and group membership of a run."""
 
-    def __init__(self, config_files=(), config_dirs=()):
+    def __init__(self, config_files=(), config_dirs=(), wait=DEFAULT_WAIT):
         self._config_files = list(config_files or ())
         self._config_dirs = list(config_dirs or ())
+        #: Seconds to wait for Ironic and the coordination backend.
+        self.wait = wait
         self._conf = None
         self._provider = None
         self._refreshed = False
@@ -105,14 +185,43 @@ class Sources(object):
             full read), as no single service's does.
         """
         if self._provider is None:
-            provider = providers.load_provider(self.conf)
-            provider.start()
-            self._started.append(provider.stop)
-            self._provider = provider
+            self._provider = self._start_provider()
         if full and not self._refreshed:
             self._provider.refresh(set(self._provider.shard_keys()))
             self._refreshed = True
         return self._provider
+
+    def _start_provider(self):
+        """The configured provider, started within ``--wait`` seconds.
+
+        Its first contact with Ironic (the API version, the shard list) is
+        bounded by ``--wait``; so are the retries of any later request
+        that finds Ironic unavailable.
+        """
+        conf = self.conf
+        if self.opts.node_provider != 'ironic':
+            provider = providers.load_provider(conf)
+            provider.start()
+            self._started.append(provider.stop)
+            return provider
+        _check_ironic_options(conf)
+        retries = math.ceil(self.wait / max(conf.ironic.api_retry_interval,
+                                            1))
+        conf.set_override('api_max_retries',
+                          min(conf.ironic.api_max_retries, retries),
+                          group='ironic')
+        provider = providers.load_provider(conf)
+        what = describe_ironic(conf)
+        try:
+            with waiting(what, self.wait), provider.bounded(
+                    time.monotonic() + self.wait):
+                provider.start()
+        except exception.IronicUnavailable as e:
+            raise base.ManageError('%s (waited %s s for %s; --wait raises '
+                                   'the bound)' % (e, _seconds(self.wait),
+                                                   what))
+        self._started.append(provider.stop)
+        return provider
 
     def membership(self):
         """This CLI in the coordination group, as an operator member."""
@@ -121,7 +230,9 @@ class Sources(object):
                 self.conf, host=OPERATOR_HOST)
             # Stopped even if the start gives up half way.
             self._started.append(membership.stop)
-            membership.start(timeout=self.opts.membership_timeout)
+            with waiting('coordination group %s' % self.group(),
+                         self.wait):
+                membership.start(timeout=self.wait)
             self._membership = membership
         return self._membership
 
@@ -174,8 +285,11 @@ class Sources(object):
         """
         requester = board.Requester(self.membership())
         request_id = requester.ask(op, args, host)
-        return requester.answers(request_id, expected=expected,
-                                 timeout=timeout)
+        with waiting('%s to answer' % (', '.join(expected or ())
+                                       or host or 'a service'), timeout,
+                     option='--timeout'):
+            return requester.answers(request_id, expected=expected,
+                                     timeout=timeout)
 
     def live_hosts(self):
         """Hosts of the live services; ManageError when there are none."""
@@ -192,3 +306,7 @@ class Sources(object):
             stop()
         self._provider = self._membership = None
         self._refreshed = False
+
+
+def _seconds(value):
+    return '%g' % round(value, 1)

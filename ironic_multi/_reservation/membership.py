@@ -21,6 +21,7 @@ publish a small JSON payload (its node counts) that every member reads.
 
 import concurrent.futures
 import contextlib
+from importlib import metadata as importlib_metadata
 import json
 import os
 import socket
@@ -98,6 +99,87 @@ def redact(url):
         netloc = parts.netloc.replace(':%s@' % parts.password, ':***@', 1)
         url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
     return strutils.mask_password(url)
+
+
+def _no_driver(url, error):
+    """ConfigInvalid for a URL whose scheme no installed tooz driver has."""
+    scheme = urllib.parse.urlsplit(url).scheme
+    known = sorted(entry.name for entry in
+                   importlib_metadata.entry_points(group='tooz.backends'))
+    if scheme in known:
+        # The driver is there but its client library is not.
+        reason = '%s: %s' % (scheme, error)
+    else:
+        reason = 'no tooz driver for "%s" (installed: %s)' % (
+            scheme, ', '.join(known))
+    return exception.ConfigInvalid(
+        reason='coordination_url %s: %s' % (redact(url), reason),
+        url=redact(url), cause=reason)
+
+
+# Where the client libraries connect when the URL names no port.  Their
+# own retries make a refused connection take a minute to surface (redis:
+# 15 tries by tooz, each retried with backoff by redis-py): a plain TCP
+# connect tells at once.
+_DEFAULT_PORTS = {'redis': 6379, 'rediss': 6379, 'etcd3+http': 2379,
+                  'etcd3+https': 2379, 'zookeeper': 2181, 'kazoo': 2181,
+                  'memcached': 11211, 'mysql': 3306, 'postgresql': 5432}
+
+
+def _connectable(url, timeout):
+    """Raise CoordinationUnavailable if the URL's server refuses TCP."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        address = parts.hostname, parts.port or _DEFAULT_PORTS[parts.scheme]
+    except (KeyError, ValueError):
+        # No server of its own (file://), or several hosts: the driver
+        # finds out.
+        return
+    if address[0] is None:
+        return
+    try:
+        socket.create_connection(address, timeout=timeout).close()
+    except OSError as e:
+        raise exception.CoordinationUnavailable(
+            url=redact(url), reason='cannot connect to %s:%d: %s' % (
+                address + (e.strerror or str(e) or type(e).__name__,)))
+
+
+def check_backend(url, timeout):
+    """Connect to the backend of ``url`` and read its groups, or raise.
+
+    For tools that must not start anything on a URL that cannot work.
+    Nothing is joined or created.
+
+    :raises ConfigInvalid: no installed driver serves the URL (``cause``
+        says why, ``url`` is the URL without its password).
+    :raises CoordinationUnavailable: the backend failed or did not answer
+        within ``timeout`` seconds (``reason``, ``url``).
+    """
+    try:
+        coordinator = coordination.get_coordinator(
+            url, make_member_id(OPERATOR_PREFIX + 'check').encode())
+    except (RuntimeError, ImportError, ValueError) as e:
+        raise _no_driver(url, e)
+    _connectable(url, timeout)
+
+    def probe():
+        coordinator.start(start_heart=False)
+        try:
+            coordinator.get_groups().get(timeout=timeout)
+        finally:
+            with contextlib.suppress(Exception):
+                coordinator.stop()
+
+    try:
+        worker.in_daemon_thread('ironic-multi-check', probe).result(
+            timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        raise exception.CoordinationUnavailable(
+            url=redact(url), reason='no answer within %s s' % timeout)
+    except Exception as e:
+        raise exception.CoordinationUnavailable(
+            url=redact(url), reason=str(e) or type(e).__name__) from e
 
 
 def _text(member_id):
@@ -231,8 +313,7 @@ class Membership:
             coordinator = coordination.get_coordinator(
                 self.url, self.member_id.encode())
         except (RuntimeError, ImportError, ValueError) as e:
-            raise exception.ConfigInvalid(
-                reason='coordination_url %s: %s' % (redact(self.url), e))
+            raise _no_driver(self.url, e)
         with self._lock:
             self._stopped = False
         if timeout is None:

@@ -17,6 +17,8 @@
 
 ``fleet``
     the nodes, flavors and waves, computed from N, K, M and a seed;
+``preflight``
+    what is checked before anything starts (the coordination URL);
 ``scenario``
     the phases, on a real Ironic and Nova's in-process services;
 ``sampler``

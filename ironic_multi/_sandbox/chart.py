@@ -26,20 +26,41 @@ import matplotlib
 matplotlib.use('Agg')
 
 from matplotlib import pyplot  # noqa: E402,I202
+from matplotlib import ticker  # noqa: E402
 
 CAPTION = ('Above: free nodes per resource class over time, Ironic\'s '
            'truth (solid) against placement\'s free count (dashed: the '
            'highest of the live compute services\' providers; shaded: '
            'from their lowest to their highest); numbered dotted lines '
-           'mark the phases listed on the right.  Below: the servers each '
-           'compute service booted (ACTIVE) per wave, and the build '
-           'attempts that failed there (rescheduled or ERROR).')
-_WAVE_COLORS = ('tab:blue', 'tab:cyan')
+           'mark the phases listed on the right.  Placement counts an '
+           'allocation at once (a build just scheduled, an instance just '
+           'adopted), a provider\'s reserved count follows at its next '
+           'inventory report: for seconds placement\'s free count can be '
+           'below Ironic\'s, even below zero (builds beyond the free nodes '
+           'then fail their claim and are rescheduled).  Below: the '
+           'servers each compute service booted (ACTIVE) per wave, and '
+           'the build attempts that failed there (rescheduled or ERROR).')
+# Resource classes above; the waves below in hues the classes never take.
+_CLASS_COLORS = ('tab:blue', 'tab:orange', 'tab:green', 'tab:brown',
+                 'tab:olive', 'tab:cyan', 'tab:gray')
+_WAVE_COLORS = ('tab:purple', '#c5b0d5')
 _FAILED_COLOR = 'tab:red'
+# Bar labels legible on each bar colour.
+_LABEL_COLORS = {'tab:purple': 'white', '#c5b0d5': 'black',
+                 _FAILED_COLOR: 'white'}
 
 
-def draw(path, samples, events, boots, classes, title):
-    """Write the chart to ``path``.
+def draw(path, samples, events, boots, classes, title, failed=None):
+    """Write the chart to ``path`` (see :func:`figure`)."""
+    chart = figure(samples, events, boots, classes, title, failed=failed)
+    try:
+        chart.savefig(path, dpi=110)
+    finally:
+        pyplot.close(chart)
+
+
+def figure(samples, events, boots, classes, title, failed=None):
+    """The chart as a matplotlib Figure (close it with ``pyplot.close``).
 
     :param samples: the sampler's samples: ``t``, ``ironic`` ``{class:
         {'free'...}}`` and ``placement`` ``{host: {placement class:
@@ -47,28 +68,38 @@ def draw(path, samples, events, boots, classes, title):
     :param events: ``[(t, label)]``.
     :param boots: ``{host: {'wave 1': n, 'wave 2': n, 'failed': n}}``.
     :param classes: ``[(ironic class, placement class)]``.
+    :param failed: why the run failed, if it did: the title says FAILED
+        and the reason goes under it.
     """
-    figure, (free_axes, boot_axes) = pyplot.subplots(
+    chart, (free_axes, boot_axes) = pyplot.subplots(
         2, 1, figsize=(11, 8.5), gridspec_kw={'height_ratios': [3, 2]})
     try:
         _free(free_axes, samples, events, classes)
         _boots(boot_axes, boots)
-        figure.suptitle(title, fontsize=12)
-        figure.text(0.5, 0.005, CAPTION, ha='center', va='bottom',
-                    fontsize=8, wrap=True)
-        figure.tight_layout(rect=(0, 0.05, 1, 0.97))
-        figure.savefig(path, dpi=110)
-    finally:
-        pyplot.close(figure)
+        top = 0.97
+        if failed:
+            chart.suptitle('FAILED: %s' % title, fontsize=12,
+                           color=_FAILED_COLOR, fontweight='bold')
+            chart.text(0.5, 0.955, failed, ha='center', va='top',
+                       fontsize=8.5, color=_FAILED_COLOR, wrap=True)
+            top = 0.93
+        else:
+            chart.suptitle(title, fontsize=12)
+        chart.text(0.5, 0.005, CAPTION, ha='center', va='bottom',
+                   fontsize=8, wrap=True)
+        chart.tight_layout(rect=(0, 0.07, 1, top))
+    except Exception:
+        pyplot.close(chart)
+        raise
+    return chart
 
 
 def _free(axes, samples, events, classes):
-    colors = pyplot.rcParams['axes.prop_cycle'].by_key()['color']
     samples = sorted(samples, key=lambda s: s['t'])
     times = [s['t'] for s in samples]
-    top = 1
+    top, bottom = 1, 0
     for index, (ironic_class, placement_class) in enumerate(classes):
-        color = colors[index % len(colors)]
+        color = _CLASS_COLORS[index % len(_CLASS_COLORS)]
         truth = [s['ironic'].get(ironic_class, {}).get('free', 0)
                  for s in samples]
         seen = [[view['free'] for view in
@@ -84,6 +115,10 @@ def _free(axes, samples, events, classes):
         axes.fill_between(times, low, high, step='post', color=color,
                           alpha=0.15, linewidth=0)
         top = max([top] + truth + [v for v in high if v == v])
+        bottom = min([bottom] + [v for v in low if v == v])
+    if bottom < 0:
+        axes.axhline(0, color='0.3', linewidth=0.8)
+        _explain_below_zero(axes, samples, classes)
     key = []
     for number, (at, numbers) in enumerate(_clusters(events)):
         axes.axvline(at, color='0.35', linestyle=':', linewidth=1)
@@ -97,13 +132,40 @@ def _free(axes, samples, events, classes):
     axes.text(1.02, 0.0, '\n'.join(key), transform=axes.transAxes,
               fontsize=7.5, va='bottom', ha='left', family='monospace',
               color='0.15')
-    axes.set_ylim(-0.5, top * 1.28 + 0.5)
+    axes.set_ylim(bottom - 0.5, top * 1.28 + 0.5)
+    axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     axes.set_xlim(left=min(times + [at for at, _ in events] or [0]))
     axes.set_xlabel('seconds since the sandbox started')
     axes.set_ylabel('free nodes')
     axes.grid(axis='y', alpha=0.3)
     axes.legend(loc='upper left', bbox_to_anchor=(1.0, 1.0), fontsize=8,
                 frameon=False)
+
+
+def below_zero(samples, classes):
+    """The first sample where a provider's free count is below zero.
+
+    :returns: ``(t, host, ironic class, placement free, Ironic free)``
+        or None.
+    """
+    for sample in sorted(samples, key=lambda s: s['t']):
+        for ironic_class, placement_class in classes:
+            for host, by_class in sorted(sample['placement'].items()):
+                view = by_class.get(placement_class)
+                if view is not None and view['free'] < 0:
+                    truth = sample['ironic'].get(ironic_class, {})
+                    return (sample['t'], host, ironic_class, view['free'],
+                            truth.get('free', 0))
+    return None
+
+
+def _explain_below_zero(axes, samples, classes):
+    at, host, ironic_class, free, truth = below_zero(samples, classes)
+    axes.annotate(
+        '%s, %s: placement %d, Ironic %d (allocations newer than its last '
+        'inventory report)' % (host, ironic_class, free, truth),
+        xy=(at, free), xytext=(6, -3), textcoords='offset points',
+        fontsize=7.5, color='0.15', va='top')
 
 
 def _clusters(events, within=0.6):
@@ -126,10 +188,14 @@ def _boots(axes, boots):
                _FAILED_COLOR)]
     for key, label, color in series:
         values = [boots[h].get(key, 0) for h in hosts]
+        if not any(values):
+            # No legend entry for bars that are not there.
+            continue
         bars = axes.bar(hosts, values, bottom=bottom, color=color,
                         label=label, width=0.55)
         axes.bar_label(bars, labels=[str(v) if v else '' for v in values],
-                       label_type='center', fontsize=8, color='white')
+                       label_type='center', fontsize=8,
+                       color=_LABEL_COLORS[color])
         bottom = [b + v for b, v in zip(bottom, values)]
     for x, host in enumerate(hosts):
         note = boots[host].get('note')
@@ -137,7 +203,9 @@ def _boots(axes, boots):
             axes.text(x, bottom[x] + 0.2, note, ha='center', va='bottom',
                       fontsize=8)
     axes.set_ylim(0, max(bottom + [1]) * 1.3)
+    axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     axes.set_ylabel('builds')
     axes.set_title('Builds per compute service', fontsize=10)
-    axes.legend(loc='center left', bbox_to_anchor=(1.0, 0.5), fontsize=8,
-                frameon=False)
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(loc='center left', bbox_to_anchor=(1.0, 0.5),
+                    fontsize=8, frameon=False)

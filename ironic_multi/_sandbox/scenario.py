@@ -45,6 +45,7 @@ from nova.tests.functional.api import client as api_client
 from nova import utils as nova_utils
 from oslo_utils import timeutils
 
+from ironic_multi._reservation import membership
 from ironic_multi._reservation import worker as worker_mod
 from ironic_multi._sandbox import checks
 from ironic_multi._sandbox import fleet
@@ -243,7 +244,8 @@ class Scenario(object):
             # Servers that outlive the sandbox keep no group of ours.
             stack.callback(coordination.delete_group, url, group)
         self.results['coordination'] = {
-            'url': url or 'file:// (a temporary directory)', 'group': group}
+            'url': membership.redact(url) if url
+            else 'file:// (a temporary directory)', 'group': group}
         return url, group
 
     def start_nova(self, stack, url, group):
@@ -429,6 +431,16 @@ class Scenario(object):
             return None
         return views[0]
 
+    def _why_apart(self):
+        """Which live services are out of the coordination group."""
+        alone = [host for host in sorted(self.live)
+                 if not self._reserver(host).membership.started]
+        if not alone:
+            return ''
+        return ': %s not in coordination group %s at %s (see %s)' % (
+            ', '.join(alone), self.results['coordination']['group'],
+            self.results['coordination']['url'], self.args.nova_log)
+
     def _choose_victim(self, owners):
         active = collections.Counter(
             r['host'] for r in self.servers.values()
@@ -447,7 +459,7 @@ class Scenario(object):
             owners = self._owners(sorted(self.live))
             if owners is None and time.monotonic() > deadline:
                 raise SandboxError('the compute services do not agree on '
-                                   'the shard ring')
+                                   'the shard ring%s' % self._why_apart())
             if owners is None:
                 self._pause(0.2)
         victim = self.victim = self._choose_victim(owners)
@@ -577,6 +589,36 @@ class Scenario(object):
             self._pause(POLL)
         phase.done('in %.1f s' % (time.monotonic() - started))
         self.sampler.mark('%d deleted' % len(chosen))
+
+    # -- a kept cloud (--keep) ------------------------------------------
+
+    #: The ``[ironic_multi]`` options the operator CLI shares with the
+    #: compute services.
+    MANAGE_OPTIONS = ('node_provider', 'coordination_url',
+                      'coordination_group', 'membership_timeout',
+                      'ring_partitions', 'fallback_shard_count',
+                      'pool_refresh_interval', 'request_poll_interval')
+
+    def manage_options(self):
+        """What ironic-multi-manage needs to reach this cloud."""
+        opts = nova_services.CONF.ironic_multi
+        return {'ironic': {'auth_type': 'none',
+                           'endpoint_override': self.server.endpoint},
+                'ironic_multi': {name: getattr(opts, name)
+                                 for name in self.MANAGE_OPTIONS}}
+
+    def describe_cloud(self):
+        """Lines saying what runs while the cloud is kept."""
+        stopped = sorted(set(self.providers) - self.live)
+        return [
+            'The sandbox\'s cloud stays up: Ironic (noauth) at %s, %d nodes; '
+            'compute services %s up%s; coordination group %s at %s.  Nova\'s '
+            'API runs in this process only.' % (
+                self.server.endpoint, self.layout.nodes,
+                ', '.join(sorted(self.live)),
+                ' (%s stopped)' % ', '.join(stopped) if stopped else '',
+                self.results['coordination']['group'],
+                self.results['coordination']['url'])]
 
     # -- the end --------------------------------------------------------
 

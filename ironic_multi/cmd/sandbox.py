@@ -29,7 +29,7 @@ import sys
 from ironic_multi import _argtypes
 
 DB_KINDS = ('auto', 'sqlite', 'postgresql', 'mysql')
-# tox points this into its work directory.
+# Where the outputs go when --output is not given.
 OUTPUT_ENV = 'IRONIC_MULTI_SANDBOX_OUTPUT'
 DEFAULT_OUTPUT = 'sandbox-results'
 
@@ -45,7 +45,8 @@ some, and checks that no node was given twice and that placement's free
 counts equal Ironic's.  Prints a report,
 writes sandbox.json and sandbox.png to --output; the last line is
 "sandbox OK", else it exits non-zero and says why.  Everything it starts
-stops at the end, on Ctrl-C and on SIGTERM."""
+stops at the end, on Ctrl-C and on SIGTERM; with --keep, the cloud stays
+up for ironic-multi-manage until Ctrl-C."""
 
 
 def parser():
@@ -80,6 +81,13 @@ def parser():
              './%s)' % (OUTPUT_ENV, DEFAULT_OUTPUT))
     parser.add_argument('--no-chart', action='store_true',
                         help='skip the PNG (and matplotlib)')
+    parser.add_argument(
+        '--keep', action='store_true',
+        help='once the scenario has run to its end, keep the cloud up '
+             'for ironic-multi-manage: print the report, write '
+             'ironic-multi-manage.conf to --output, print the command '
+             'line to paste, and stop everything on Ctrl-C or SIGTERM '
+             '(exit code: the report\'s)')
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the order servers are posted and of '
                              'the choice of deleted ones (default: 0)')
@@ -104,14 +112,21 @@ def parser():
 def main(argv=None):
     """Run the sandbox; returns the exit code."""
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    # The layout is checked before anything starts (and before Nova is
-    # imported, which takes seconds).
+    # The layout and the coordination URL are checked before anything
+    # starts (and before Nova's services are imported, which takes
+    # seconds).
     from ironic_multi._sandbox import fleet
     try:
         layout = fleet.make_layout(args.nodes, args.computes, args.servers,
                                    args.seed)
     except fleet.LayoutError as e:
         parser().error(str(e))
+    from ironic_multi._sandbox import preflight
+    try:
+        preflight.check_coordination(args.coordination_url)
+    except preflight.PreflightError as e:
+        parser().exit(2, '%s: error: --coordination-url %s\n' % (
+            parser().prog, e))
     try:
         from ironic_multi._sandbox import run
     except ImportError as e:

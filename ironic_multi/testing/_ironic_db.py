@@ -19,6 +19,7 @@ server itself uses; the test venv need not.
 
     python _ironic_db.py create ADMIN_URL NAME
     python _ironic_db.py drop ADMIN_URL NAME
+    python _ironic_db.py databases ADMIN_URL LIKE_PATTERN
     python _ironic_db.py clone URL TEMPLATE_UUID < copies.json
     python _ironic_db.py wipe URL
 
@@ -52,6 +53,20 @@ def drop(admin_url, name):
     force = ' WITH (FORCE)' if engine.name == 'postgresql' else ''
     with engine.connect() as conn:
         conn.exec_driver_sql('DROP DATABASE IF EXISTS %s%s' % (name, force))
+
+
+def databases(admin_url, pattern):
+    """Print the names of the databases that match ``pattern`` (LIKE)."""
+    engine = _admin_engine(admin_url)
+    if engine.name == 'postgresql':
+        query = sa.text('SELECT datname FROM pg_database '
+                        'WHERE datname LIKE :pattern')
+    else:
+        query = sa.text('SHOW DATABASES LIKE :pattern')
+    with engine.connect() as conn:
+        names = sorted(row[0] for row in conn.execute(
+            query, {'pattern': pattern}))
+    print('\n'.join(names))
 
 
 def clone(url, template_uuid):
@@ -122,8 +137,8 @@ def _admin_engine(admin_url):
 
 
 def main(argv):
-    commands = {'create': create, 'drop': drop, 'clone': clone,
-                'wipe': wipe}
+    commands = {'create': create, 'drop': drop, 'databases': databases,
+                'clone': clone, 'wipe': wipe}
     commands[argv[1]](*argv[2:])
 
 

@@ -24,7 +24,9 @@ override the admin URLs used to create the databases.
 
 Whatever a server holds is released by the fixture's cleanup, at exit, and
 on SIGTERM or SIGHUP; the kernel kills the server when the thread that
-started it dies (a runner killed by SIGKILL).
+started it dies (a runner killed by SIGKILL), and the next fixture to start
+removes the directory and database such a runner left
+(:mod:`~ironic_multi.testing._leftovers`).
 """
 
 import atexit
@@ -41,7 +43,9 @@ import uuid
 import fixtures
 from sqlalchemy.engine import url as sa_url
 
+from ironic_multi.testing import _leftovers
 from ironic_multi.testing import _net
+from ironic_multi.testing import venvs
 
 LOG = logging.getLogger(__name__)
 
@@ -97,8 +101,9 @@ class ServerFixture(fixtures.Fixture):
         _install_safety_net()
         _LIVE.add(self)
         self.addCleanup(self._release)
-        self.base_dir = tempfile.mkdtemp(prefix='ironic-multi-%s-'
-                                         % self.name)
+        _reap_leftovers(self)
+        self.base_dir = tempfile.mkdtemp(prefix=_leftovers.prefix(self.name))
+        _leftovers.record(self.base_dir)
         self.log_path = os.path.join(self.base_dir, '%s.log' % self.name)
 
     def run_db_tool(self, *args, stdin=None):
@@ -126,8 +131,10 @@ class ServerFixture(fixtures.Fixture):
                 continue
             name = 'ironic_multi_%s_%d_%s' % (self.name, os.getpid(),
                                               uuid.uuid4().hex[:8])
-            # Known before it exists: an interrupt may come at any time.
+            # Known before it exists: an interrupt may come at any time,
+            # and a kill leaves the record for the next run to reap.
             self._database = kind, name
+            _leftovers.record(self.base_dir, database=[kind, name])
             try:
                 self.run_db_tool('create', ADMIN_URLS[kind], name)
             except self.error as e:
@@ -190,7 +197,9 @@ class ServerFixture(fixtures.Fixture):
                 self.run_db_tool('drop', ADMIN_URLS[kind], name)
                 self._database = None
             except self.error as e:
+                # The directory's record lets a later run drop it.
                 LOG.warning('Could not drop database %s: %s', name, e)
+                self.base_dir = None
         if self.base_dir:
             shutil.rmtree(self.base_dir, ignore_errors=True)
             self.base_dir = None
@@ -238,6 +247,23 @@ class ServerFixture(fixtures.Fixture):
         return os.path.join(os.path.dirname(self.python), name)
 
 
+def _reap_leftovers(server):
+    """Remove what killed runs left, once per process.
+
+    Before the first server of this process makes its own directory.
+    """
+    global _leftovers_reaped
+    if _leftovers_reaped:
+        return
+    _leftovers_reaped = True
+
+    def drop(kind, name):
+        if kind in ADMIN_URLS:
+            server.run_db_tool('drop', ADMIN_URLS[kind], name)
+
+    _leftovers.reap(drop)
+
+
 def _signal_group(pgid, signum):
     try:
         os.killpg(pgid, signum)
@@ -249,6 +275,7 @@ def _signal_group(pgid, signum):
 _LIVE = set()
 _previous_handlers = {}
 _safety_net_installed = False
+_leftovers_reaped = False
 
 
 def _release_all():
@@ -273,3 +300,16 @@ def _install_safety_net():
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGHUP):
             _previous_handlers[signum] = signal.signal(signum, _on_signal)
+
+
+def databases(kind, pattern):
+    """Names of the ``kind`` databases that match ``pattern`` (SQL LIKE).
+
+    For tests that check what a run left; run by the Ironic venv's python.
+    """
+    python = os.path.join(os.path.dirname(venvs.ensure_venv('ironic')),
+                          'python')
+    result = subprocess.run([python, DB_TOOL, 'databases', ADMIN_URLS[kind],
+                             pattern], capture_output=True, text=True,
+                            check=True)
+    return result.stdout.split()

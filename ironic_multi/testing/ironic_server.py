@@ -41,6 +41,7 @@ SQLITE_SHIM = os.path.join(_process.HERE, 'sqlite_serialize')
 DB_TOOL = _process.DB_TOOL
 DB_KINDS = _process.DB_KINDS
 ADMIN_URLS = _process.ADMIN_URLS
+databases = _process.databases
 
 # Shards, owner and lessee, allocations and allocation_uuid all work here;
 # ironic_multi._reservation.providers.ironic.versions asks for no more

@@ -48,7 +48,7 @@ Both drivers are supported:
 
 Process-wide: importing this module decides Nova's concurrency mode
 (native threads unless ``OS_NOVA_DISABLE_EVENTLET_PATCHING`` says
-otherwise; see :func:`_choose_threads`) and registers Nova's options.
+otherwise; see :func:`.nova_threads.choose`) and registers Nova's options.
 Import it early, before anything registers ``[ironic]`` options of its
 own; under pytest ``tests/conftest.py`` does the same first.  One set of
 services per process at a time: Nova's test fixtures are global, and
@@ -65,38 +65,11 @@ import sys
 import threading
 import time
 
-# Before Nova is imported: native threads unless the environment says.
-os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', '1')
+# Decides Nova's concurrency mode before anything imports eventlet (nova.conf
+# does, through oslo.service).
+from ironic_multi.testing import nova_threads  # noqa: E402,I100
 
-# Decides eventlet monkey patching before anything imports eventlet
-# (nova.conf does, through oslo.service).
-from nova import monkey_patch  # noqa: E402
-
-
-def _choose_threads():
-    """Nova's concurrency mode, as nova.tests.functional would choose it.
-
-    With native threads Nova refuses to start once eventlet is imported,
-    even unpatched: tooz and futurist import it when they can, and
-    importing ``ironic_multi`` may have imported them before this module
-    runs.  Unpatched eventlet does no harm to native threads (the
-    functional tests ran both ways), so native threads are selected all
-    the same, with a warning, and Nova's check is disabled for the
-    process (``nova.tests.functional`` patches again when imported).
-    """
-    try:
-        monkey_patch.patch()
-    except RuntimeError as e:
-        if monkey_patch.is_patched() or 'eventlet' not in sys.modules:
-            raise
-        logging.getLogger(__name__).warning(
-            'Native threads, although eventlet was imported before Nova '
-            '(unpatched): %s', e)
-        monkey_patch.poison_eventlet = lambda: None
-        monkey_patch.patch()
-
-
-_choose_threads()
+nova_threads.choose()
 
 import fixtures  # noqa: E402,I100,I202
 from keystoneauth1 import loading as ks_loading  # noqa: E402

@@ -23,12 +23,16 @@ the log and the files the plugin wrote.  They need bash and nothing else.
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
 import pytest
 
+from ironic_multi.conf import coordination as coordination_opts
+
 HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 RUN = HERE / 'run.sh'
 
 STACK = ('stack:install', 'stack:post-config', 'n-cpu', 'stack:extra',
@@ -173,10 +177,40 @@ def test_post_config_writes_the_driver_options(devstack):
         'membership_timeout': '30',
         'node_provider': 'ironic',
         'claim_timeout': '60',
+        'fallback_shard_count': '64',
     }
     assert conf['filter_scheduler']['enabled_filters'] == FILTERS
     # DevStack's n-cpu runs with a copy made after post-config.
     assert read_ini(devstack.cpu_conf) == conf
+
+
+def _documented_scheduler_settings():
+    """``[(section, option, value)]`` that install.rst tells operators to set.
+
+    From its "Configuring the scheduler" section's ini blocks.
+    """
+    text = (ROOT / 'doc' / 'source' / 'install.rst').read_text()
+    section = text.split('Configuring the scheduler\n', 1)[1].split(
+        '\nFlavors\n', 1)[0]
+    return re.findall(r'^ {4}\[(\w+)\]\n {4}(\w+) = (\S+)$', section,
+                      re.MULTILINE)
+
+
+def test_post_config_writes_what_the_docs_tell_operators(devstack):
+    documented = _documented_scheduler_settings()
+    # The filters, the build failure weigher, the computes' failure count.
+    assert [option for _s, option, _v in documented] == [
+        'enabled_filters', 'build_failure_weight_multiplier',
+        'consecutive_build_service_disable_threshold']
+
+    devstack.stack()
+
+    # The scheduler and the computes (n-cpu's copy and the extra ones,
+    # which read it too) all have them.
+    for path in (devstack.nova_conf, devstack.cpu_conf):
+        conf = read_ini(path)
+        for section, option, value in documented:
+            assert conf[section][option] == value, (path, section, option)
 
 
 def test_ironic_auth_is_system_scoped_by_default(devstack):
@@ -229,6 +263,7 @@ def test_settings_from_local_conf(devstack):
         'membership_timeout': '12',
         'node_provider': 'static',
         'claim_timeout': '7.5',
+        'fallback_shard_count': '64',
     }
     assert conf['ironic']['username'] == 'ironic-multi'
     assert conf['ironic']['password'] == 'pw'
@@ -347,12 +382,31 @@ def test_extra_assigns_shards_with_the_count(devstack):
     devstack.stack()
 
     assert devstack.calls_of('ironic-multi-manage') == [
-        'ironic-multi-manage --config-file %s shards assign --count 8 --yes'
+        'ironic-multi-manage --config-file %s shards assign --count 64 --yes'
         % devstack.cpu_conf]
 
     devstack.stack(IRONIC_MULTI_SHARD_COUNT=32)
     assert devstack.calls_of('ironic-multi-manage')[-1].endswith(
         'shards assign --count 32 --yes')
+    # The services place unsharded nodes under the same keys.
+    conf = read_ini(devstack.nova_conf)
+    assert conf['ironic_multi']['fallback_shard_count'] == '32'
+
+
+def test_the_default_shard_count_follows_the_sizing_guide(devstack):
+    # sizing.rst: several keys per service, the default
+    # fallback_shard_count of 64.
+    default = next(o.default for o in coordination_opts.OPTS
+                   if o.name == 'fallback_shard_count')
+    sizing = (ROOT / 'doc' / 'source' / 'sizing.rst').read_text()
+    assert ('default\n``fallback_shard_count`` of %d' % default) in sizing
+
+    devstack.stack()
+
+    assert devstack.calls_of('ironic-multi-manage')[-1].endswith(
+        'shards assign --count %d --yes' % default)
+    assert read_ini(devstack.nova_conf)['ironic_multi'][
+        'fallback_shard_count'] == str(default)
 
 
 def test_shard_count_zero_assigns_none(devstack):
@@ -443,7 +497,7 @@ def test_phases_in_order(devstack):
         'RegionOne baremetal node create',
         'openstack --os-cloud devstack-system-admin --os-region-name '
         'RegionOne baremetal node power off',
-        'echo_summary Assigning 8 shard keys',
+        'echo_summary Assigning 64 shard keys',
         'ironic-multi-manage ',
         'echo_summary Starting the extra ironic-multi computes',
         'run_process n-cpu-im2 ',

@@ -16,7 +16,6 @@
 
 import concurrent.futures
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -172,10 +171,17 @@ def test_cleanup_leaves_nothing(record_property):
 CHILD = """\
 import time
 from ironic_multi.testing import ironic_server
-server = ironic_server.IronicServer(db_kind='sqlite')
+server = ironic_server.IronicServer()
 server.setUp()
-print(server.pid, server.base_dir, flush=True)
+print(server.pid, server.base_dir, server.db_kind,
+      (server._database or ('', '-'))[1], flush=True)
 time.sleep(600)
+"""
+# The next run: one Ironic fixture started and stopped.
+NEXT = """\
+from ironic_multi.testing import ironic_server
+with ironic_server.IronicServer(db_kind='sqlite'):
+    pass
 """
 
 
@@ -184,7 +190,7 @@ def test_killed_runner_leaves_no_ironic(signum):
     child = subprocess.Popen(
         [sys.executable, '-c', CHILD], stdout=subprocess.PIPE, text=True)
     try:
-        pid, base_dir = child.stdout.readline().split()
+        pid, base_dir, db_kind, database = child.stdout.readline().split()
         child.send_signal(signum)
         child.wait(timeout=30)
     finally:
@@ -195,11 +201,18 @@ def test_killed_runner_leaves_no_ironic(signum):
     while _group_alive(int(pid)):
         assert time.monotonic() < deadline, 'Ironic outlived its runner'
         time.sleep(0.1)
-    if signum == signal.SIGTERM:
-        assert not os.path.exists(base_dir)
-    # Nothing can clean up after a SIGKILL but the kernel's parent-death
-    # signal to Ironic.
-    shutil.rmtree(base_dir, ignore_errors=True)
+    if signum == signal.SIGKILL:
+        # Nothing cleans up after a SIGKILL but the kernel's parent-death
+        # signal to Ironic: the directory and the database stay until the
+        # next run's first fixture removes them.
+        assert os.path.exists(base_dir)
+        if db_kind != 'sqlite':
+            assert server_lib.databases(db_kind, database) == [database]
+        subprocess.run([sys.executable, '-c', NEXT], check=True,
+                       timeout=120)
+    assert not os.path.exists(base_dir)
+    if db_kind != 'sqlite':
+        assert server_lib.databases(db_kind, database) == []
 
 
 def _group_alive(pgid):

@@ -19,7 +19,8 @@ The console script runs as a subprocess with small numbers: it must end
 with "sandbox OK", report no double booking, and write its JSON report
 and its PNG.  Interrupted (Ctrl-C, SIGTERM) it must leave nothing
 running: every process it started carries a marker in its environment,
-and none may be left in ``/proc`` afterwards.
+and none may be left in ``/proc`` afterwards.  Under tox (``./tox.sh -e
+sandbox``, as the README says to run it) a Ctrl-C must end as cleanly.
 """
 
 import json
@@ -35,12 +36,15 @@ import uuid
 import pytest
 
 from ironic_multi._sandbox import checks
+from ironic_multi.testing import ironic_server
 
 SMALL = ('--nodes', '8', '--computes', '2', '--servers', '6')
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 RUN_TIMEOUT = 400
 STOP_TIMEOUT = 90
 MARKER = 'IRONIC_MULTI_SANDBOX_TEST_MARKER'
+TOX_SH = pathlib.Path(__file__).resolve().parents[2] / 'tox.sh'
+IRONIC_LINE = re.compile(r'\(pid (\d+), (\w+) database, config (\S+?)\)')
 
 
 def _command():
@@ -172,3 +176,67 @@ def test_interrupted_run_leaves_nothing(tmp_path, signum, after):
     assert not os.path.exists('/proc/%d' % pid)
     # Ironic's directory (its config, its SQLite database) is gone too.
     assert not os.path.exists(os.path.dirname(config))
+
+
+def _outside_tox(env):
+    """``env`` as a shell outside this test run's tox environment has it."""
+    bin_dir = os.path.join(sys.prefix, 'bin')
+    env = {k: v for k, v in env.items()
+           if k != 'VIRTUAL_ENV' and not k.startswith('TOX_')}
+    env['PATH'] = os.pathsep.join(
+        p for p in env.get('PATH', '').split(os.pathsep) if p != bin_dir)
+    return env
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_tox_leaves_nothing(tmp_path):
+    """Ctrl-C in the terminal of ``./tox.sh -e sandbox``, half way.
+
+    The terminal sends SIGINT to tox and the sandbox alike, and tox sends
+    its own after it.  Everything the run started must be gone after:
+    processes (by the marker in their environment), directories (the
+    run's TMPDIR stays empty) and databases (named after the pid that
+    created them).
+    """
+    marker = uuid.uuid4().hex
+    tmpdir = tmp_path / 'tmp'
+    tmpdir.mkdir()
+    env = _outside_tox(dict(_env(marker), TMPDIR=str(tmpdir)))
+    process = subprocess.Popen(
+        [str(TOX_SH), '-e', 'sandbox', '--', *SMALL,
+         '--output', str(tmp_path / 'out')],
+        cwd=str(TOX_SH.parent), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env,
+        # A process group of its own, as a terminal's foreground job.
+        start_new_session=True)
+    seen = []
+    try:
+        for line in process.stdout:
+            seen.append(line)
+            if 'wave 1: posting' in line:
+                break
+        else:
+            pytest.fail('the sandbox ended before its first wave:\n%s'
+                        % ''.join(seen)[-4000:])
+        ironic = IRONIC_LINE.search(''.join(seen))
+        assert ironic, ''.join(seen)
+        started = _marked(marker)
+        os.killpg(process.pid, signal.SIGINT)
+        rest, _ = process.communicate(timeout=STOP_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    output = ''.join(seen) + rest
+    # The sandbox stopped on its own (tox's SIGKILL used to end it: -9).
+    assert 'sandbox interrupted (SIGINT)' in output, output[-4000:]
+    assert 'sandbox: exit 130' in output, output[-4000:]
+    left = _wait_until_gone(marker)
+    assert not left, 'left running:\n%s' % _describe(left)
+    assert list(tmpdir.iterdir()) == []
+    db_kind = ironic.group(2)
+    if db_kind != 'sqlite':
+        names = ironic_server.databases(db_kind, 'ironic_multi_%')
+        mine = [n for n in names
+                if any('_%d_' % pid in n for pid in started)]
+        assert mine == []

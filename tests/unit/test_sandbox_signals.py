@@ -52,6 +52,19 @@ def test_a_swallowed_signal_ends_the_run_at_the_next_pause(signum):
     assert info.value.signum == signum
 
 
+def test_only_the_first_signal_raises():
+    # Under tox a Ctrl-C arrives twice: the terminal's and tox's.  The
+    # second must not interrupt the clean-up the first one started.
+    scenario = _scenario()
+    with run._signals(scenario.interrupt):
+        with pytest.raises(scenario_mod.Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)
+    assert scenario.signalled == signal.SIGINT
+
+
 def test_without_a_signal_a_pause_only_waits():
     scenario = _scenario()
     with run._signals(scenario.interrupt):

@@ -196,3 +196,58 @@ def test_an_error_without_text_is_named(tmp_path):
 def test_unknown_backend_is_a_configuration_error():
     with pytest.raises(exception.ConfigInvalid):
         membership.Membership('nosuch://h', 'g', 5).start()
+
+
+def test_unknown_backend_names_the_scheme_and_the_known_ones():
+    with pytest.raises(exception.ConfigInvalid) as raised:
+        membership.Membership('nosuch://h', 'g', 5).start()
+    assert 'no tooz driver for "nosuch" (installed: ' in str(raised.value)
+    assert 'redis' in raised.value.cause
+
+
+def test_check_backend_reads_a_working_backend(url, tmp_path):
+    membership.check_backend(url, timeout=5)
+    # It joined nothing and made no group.
+    checker = membership.Membership(url, 'g', 5)
+    checker.start()
+    try:
+        assert checker._client().get_groups().get() == [b'g']
+    finally:
+        checker.stop()
+
+
+def test_check_backend_without_a_driver_is_a_configuration_error():
+    with pytest.raises(exception.ConfigInvalid) as raised:
+        membership.check_backend('bogus://user:secret@x', timeout=1)
+    assert raised.value.url == 'bogus://user:***@x'
+    assert 'secret' not in str(raised.value)
+    assert raised.value.cause.startswith('no tooz driver for "bogus"')
+
+
+def test_check_backend_refused_names_the_cause():
+    # Nothing listens on port 1: refused at once.
+    started = time.monotonic()
+    with pytest.raises(exception.CoordinationUnavailable) as raised:
+        membership.check_backend('redis://:secret@127.0.0.1:1', timeout=5)
+    assert time.monotonic() - started < 5
+    assert raised.value.url == 'redis://:***@127.0.0.1:1'
+    assert 'refused' in raised.value.reason.lower()
+    assert 'secret' not in str(raised.value)
+
+
+def test_check_backend_that_does_not_answer_is_bounded():
+    # A listening socket that never answers: connected, then silence.
+    import socket
+    server = socket.socket()
+    server.bind(('127.0.0.1', 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        started = time.monotonic()
+        with pytest.raises(exception.CoordinationUnavailable) as raised:
+            membership.check_backend('redis://127.0.0.1:%d' % port,
+                                     timeout=1)
+        assert time.monotonic() - started < 3
+        assert raised.value.reason == 'no answer within 1 s'
+    finally:
+        server.close()

@@ -1,0 +1,106 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The sandbox's failures: checked before the start, reported by cause."""
+
+import time
+
+import fixtures
+import pytest
+
+from ironic_multi._sandbox import preflight
+from ironic_multi._sandbox import run
+from ironic_multi.cmd import sandbox
+
+
+class _Display(object):
+    """Display's interface, printing nothing."""
+
+    class _Phase(object):
+        def done(self, status=None):
+            pass
+
+    def phase(self, description, total=None):
+        return self._Phase()
+
+    def say(self, text, *args):
+        pass
+
+
+def _fail(error):
+    raise error
+
+
+def test_a_failing_clean_up_does_not_hide_the_first_cause():
+    services = run._Services(_Display())
+    # What --coordination-url bogus://x used to do: the group's clean-up
+    # failed on the same URL, and its error replaced the cause.
+    services.callback(_fail, RuntimeError('the clean-up failed'))
+    with pytest.raises(ValueError, match='the cause'):
+        with services:
+            raise ValueError('the cause')
+    assert [str(e) for e in services.cleanup_errors] == [
+        'the clean-up failed']
+
+
+def test_a_failing_clean_up_is_the_failure_when_nothing_else_failed():
+    services = run._Services(_Display())
+    services.callback(_fail, RuntimeError('the clean-up failed'))
+    with pytest.raises(RuntimeError, match='the clean-up failed'):
+        with services:
+            pass
+
+
+def test_the_first_cause_of_a_fixture_that_failed_to_start():
+    class Broken(fixtures.Fixture):
+        def _setUp(self):
+            raise ValueError('no tooz driver')
+
+    with pytest.raises(fixtures.MultipleExceptions) as raised:
+        Broken().setUp()
+    cause = run.first_cause(raised.value)
+    assert isinstance(cause, ValueError)
+    assert str(cause) == 'no tooz driver'
+    plain = KeyError('x')
+    assert run.first_cause(plain) is plain
+
+
+@pytest.mark.parametrize('url, expected', [
+    ('bogus://x', 'bogus://x: no tooz driver for "bogus" (installed: '),
+    # Nothing listens on port 1; the password is not shown.
+    ('redis://:s3cret@127.0.0.1:1',
+     'redis://:***@127.0.0.1:1: cannot connect to 127.0.0.1:1: '
+     'Connection refused'),
+    ('etcd3+http://127.0.0.1:1', 'etcd3+http://127.0.0.1:1: cannot '
+     'connect to 127.0.0.1:1: Connection refused'),
+])
+def test_a_coordination_url_that_cannot_work_is_one_line(url, expected,
+                                                         capsys):
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exited:
+        sandbox.main(['--coordination-url', url])
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ''
+    assert err.startswith('ironic-multi-sandbox: error: --coordination-url '
+                          + expected)
+    assert len(err.splitlines()) == 1
+    assert 's3cret' not in err
+    # Refused or unknown at once: nothing was started, nothing waited.
+    assert time.monotonic() - started < preflight.CHECK_TIMEOUT
+
+
+def test_the_embedded_default_needs_no_check():
+    preflight.check_coordination('file')
+    preflight.check_coordination(None)
