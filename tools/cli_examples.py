@@ -47,7 +47,8 @@ HEADER = """\
 #: stopped and the ring has something to show.
 SANDBOX = ('--nodes', '12', '--computes', '3', '--servers', '8')
 #: How the titles name what the examples fill in.
-PLACEHOLDERS = {'instance': 'INSTANCE', 'stopped': 'HOST'}
+PLACEHOLDERS = {'instance': 'INSTANCE', 'claimed': 'INSTANCE',
+                'stopped': 'HOST'}
 
 
 def section(example, command, output):

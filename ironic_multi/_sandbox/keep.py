@@ -42,9 +42,9 @@ TRY = ('ring show', 'pool show', 'capacity', 'reservations list', 'stats',
 #: frees a deployed node.
 EXAMPLES = ('ring show', 'pool show', 'capacity', 'reservations list',
             'reservations show {instance}', 'stats',
-            'shards assign --dry-run', 'pool flush',
+            'shards assign --dry-run', 'pool flush --yes',
             'housekeeping run --dry-run', 'instances adopt --from {stopped}',
-            'reservations release {instance} --yes')
+            'reservations release {claimed} --yes')
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 

@@ -30,6 +30,11 @@ import sys
 import time
 
 import fixtures
+from oslo_utils import uuidutils
+
+from ironic_multi._manage import sources
+from ironic_multi._reservation import providers
+from ironic_multi._reservation import requirements
 
 # The sandbox's last line while it keeps its cloud up.
 READY = 'Ctrl-C (or SIGTERM) stops it.'
@@ -112,7 +117,12 @@ class KeptSandbox(fixtures.Fixture):
             timeout=timeout, env=self.env, stdin=subprocess.DEVNULL)
 
     def example_values(self):
-        """``{'instance': ..., 'stopped': ...}`` for keep.EXAMPLES."""
+        """``{'instance', 'claimed', 'stopped'}`` for keep.EXAMPLES.
+
+        ``claimed`` is a claim that never deployed, as a service that
+        crashed right after claiming leaves it: the one kind of
+        reservation ``reservations release`` is for.
+        """
         listed = self.manage('reservations', 'list', '-f', 'json')
         if listed.returncode:
             raise KeptSandboxError('reservations list failed: %s'
@@ -120,8 +130,26 @@ class KeptSandbox(fixtures.Fixture):
         instances = sorted(r['Instance'] for r in json.loads(listed.stdout))
         if not instances:
             raise KeptSandboxError('no instance holds a node')
-        return {'instance': instances[0],
+        return {'instance': instances[0], 'claimed': self.claim_free_node(),
                 'stopped': self.report['ring']['victim']}
+
+    def claim_free_node(self):
+        """Claim a free node through the group's provider; its instance."""
+        conf = sources.load_conf([self.command[2]])
+        provider = providers.load_provider(conf)
+        provider.start()
+        try:
+            everything = requirements.Requirements()
+            free = provider.search(everything, None)[:1]
+            if not free:
+                raise KeptSandboxError('no free node to claim')
+            instance = uuidutils.generate_uuid()
+            provider.claim(free, instance, everything,
+                           time.monotonic() + 60,
+                           claimer='example:0:crashed')
+            return instance
+        finally:
+            provider.stop()
 
     def stop(self, signum=signal.SIGINT):
         """Stop the sandbox as Ctrl-C does; its exit code."""

@@ -86,7 +86,8 @@ def _example_of(command, values):
     """The keep.EXAMPLES template that ``command`` is an instance of."""
     for example in keep.EXAMPLES:
         pattern = re.escape(example).replace(
-            r'\{instance\}', '[0-9a-f-]{36}').replace(r'\{stopped\}', r'\S+')
+            r'\{instance\}', '[0-9a-f-]{36}').replace(
+            r'\{claimed\}', '[0-9a-f-]{36}').replace(r'\{stopped\}', r'\S+')
         if re.fullmatch(pattern, command):
             return example.format(**values)
     return None
