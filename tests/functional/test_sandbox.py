@@ -233,7 +233,10 @@ def test_ctrl_c_under_tox_leaves_nothing(tmp_path):
     assert 'sandbox: exit 130' in output, output[-4000:]
     left = _wait_until_gone(marker)
     assert not left, 'left running:\n%s' % _describe(left)
-    assert list(tmpdir.iterdir()) == []
+    # uv, building the package for tox, leaves its lock files in TMPDIR:
+    # not the run's to remove.
+    assert [p for p in tmpdir.iterdir()
+            if not (p.name.startswith('uv-') and p.suffix == '.lock')] == []
     db_kind = ironic.group(2)
     if db_kind != 'sqlite':
         names = ironic_server.databases(db_kind, 'ironic_multi_%')
