@@ -66,6 +66,13 @@ COMPUTE_BINARY = 'nova-compute'
 # Nova API microversion of the fixture's own requests (2.37: networks
 # "none").
 NOVA_MICROVERSION = '2.95'
+# Seconds a server may take to become ACTIVE or ERROR.
+SETTLE_TIMEOUT = 300
+SETTLED = ('ACTIVE', 'ERROR')
+# ironic-multi-manage from the code under test (it is not installed in the
+# cloud venv, see overlay.py).
+MANAGE = ('import sys; from ironic_multi.cmd import manage; '
+          'sys.exit(manage.main(sys.argv[1:]))')
 # The last one without extra spec validation.
 EXTRA_SPECS_MICROVERSION = '2.85'
 
@@ -94,6 +101,10 @@ class Cloud(fixtures.Fixture):
     :param report_interval, service_down_time, rpc_response_timeout:
         Nova's options (short: the tests wait for Nova to see a service
         down).
+    :param deploy_delay: seconds each step of a fake deploy or teardown
+        takes in Ironic (``[fake] deploy_delay``): a build lasts long
+        enough to be interrupted.  Fake deploys end powered on, as real
+        ones do.
 
     After setUp:
 
@@ -128,7 +139,7 @@ class Cloud(fixtures.Fixture):
                  membership_timeout=5, pool_refresh_interval=2,
                  report_interval=2, service_down_time=10,
                  rpc_response_timeout=30, update_resources_interval=5,
-                 venv=None):
+                 deploy_delay='1', venv=None):
         super().__init__()
         self.initial_computes = computes
         self.layout = layout or cloud_ironic.default_layout(nodes, computes)
@@ -145,6 +156,7 @@ class Cloud(fixtures.Fixture):
         self.rpc_response_timeout = rpc_response_timeout
         self.update_resources_interval = update_resources_interval
         self.venv_dir = venv
+        self.deploy_delay = deploy_delay
         self.services = collections.OrderedDict()
         self.computes = []
         self.databases = {}
@@ -154,7 +166,7 @@ class Cloud(fixtures.Fixture):
         self.node_groups = {}
         self.image_id = self.network_id = None
         self.base_dir = self.log_dir = self.clouds_yaml = None
-        self.start_seconds = None
+        self.start_seconds = self.stop_seconds = None
         self._db_python = None
         self._next_compute = 1
         self._connections = {}
@@ -212,8 +224,10 @@ class Cloud(fixtures.Fixture):
                        syncs.submit(neutron.sync, self, confs['neutron'])]
             # Ironic dies with the thread that started it: this one.
             self.ironic_server = self.useFixture(
-                ironic_server.IronicServer(db_kind=self.db_kind,
-                                           keystone=self.keystone))
+                ironic_server.IronicServer(
+                    db_kind=self.db_kind, keystone=self.keystone,
+                    deploy_powers_on=True, deploy_delay=self.deploy_delay,
+                    glance=True))
             self.keystone.add_endpoint('baremetal', 'ironic',
                                        self.ironic_server.endpoint)
             # Before Keystone, Ironic and etcd stop: the computes leave
@@ -453,6 +467,69 @@ class Cloud(fixtures.Fixture):
                 placement.resource_provider_inventories(provider)}
         return result
 
+    # -- servers and nodes --------------------------------------------------
+
+    def wait_for_servers(self, server_ids, timeout=SETTLE_TIMEOUT,
+                         settled=SETTLED, poll=0.5):
+        """Until every server's status is in ``settled`` with no task.
+
+        Polls Nova's API (all projects) through openstacksdk.  Returns
+        ``{server id: server}``; raises CloudError after ``timeout``
+        seconds with the states of the others.
+        """
+        compute = self.connection(ADMIN_CLOUD).compute
+        pending = set(server_ids)
+        done = {}
+        deadline = time.monotonic() + timeout
+        while pending:
+            for server_id in list(pending):
+                server = compute.get_server(server_id)
+                if server.status in settled and not server.task_state:
+                    done[server_id] = server
+                    pending.discard(server_id)
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                states = collections.Counter(
+                    (s.status, s.task_state) for s in
+                    map(compute.get_server, pending))
+                raise CloudError('%d servers not %s after %d s: %s' % (
+                    len(pending), '/'.join(settled), timeout, dict(states)))
+            time.sleep(poll)
+        return done
+
+    def wait_for_deleted(self, server_ids, timeout=SETTLE_TIMEOUT,
+                         poll=0.5):
+        """Until Nova knows none of the servers."""
+        compute = self.connection(ADMIN_CLOUD).compute
+        deadline = time.monotonic() + timeout
+        pending = set(server_ids)
+        while pending:
+            pending = {i for i in pending
+                       if compute.find_server(i, ignore_missing=True,
+                                              all_projects=True)}
+            if pending and time.monotonic() > deadline:
+                raise CloudError('%d servers not deleted after %d s'
+                                 % (len(pending), timeout))
+            if pending:
+                time.sleep(poll)
+
+    def held_nodes(self):
+        """``{instance uuid: [node uuid, ...]}`` of the associated nodes."""
+        held = collections.defaultdict(list)
+        for node in self.ironic.list_nodes():
+            if node['instance_uuid']:
+                held[node['instance_uuid']].append(node['uuid'])
+        return dict(held)
+
+    def manage(self, *args, host=None):
+        """Run ``ironic-multi-manage ARGS -f json`` with a compute's
+        configuration (the first compute's by default); parsed output."""
+        conf = nova.compute_config_path(self, host or self.computes[0])
+        output = self.run([self.python, '-c', MANAGE, '--config-file',
+                           conf] + [str(a) for a in args] + ['-f', 'json'])
+        return json.loads(output)
+
     # -- processes --------------------------------------------------------
 
     def service(self, name):
@@ -548,7 +625,11 @@ class Cloud(fixtures.Fixture):
             argv += ['-f', 'json']
         output = self.run(argv, timeout=timeout,
                           env=self.client_env(cloud))
-        return json.loads(output) if parse and output.strip() else output
+        if not parse or not output.strip():
+            return output
+        # "server rebuild --wait" says "Complete" before its JSON.
+        starts = [i for i in (output.find('{'), output.find('[')) if i >= 0]
+        return json.loads(output[min(starts):] if starts else output)
 
     def connection(self, cloud=ADMIN_CLOUD):
         """An openstacksdk connection of this process, by clouds.yaml name.
@@ -574,13 +655,29 @@ class Cloud(fixtures.Fixture):
     # -- stop ---------------------------------------------------------------
 
     def _stop_services(self):
-        """Stop the processes, computes first (they leave the ring)."""
-        for name in reversed(list(self.services)):
-            try:
-                self.services[name].stop()
-            except Exception:
-                LOG.exception('Could not stop %s', name)
+        """Stop the processes: the computes first (they leave the ring and
+        finish their work while the rest still serves), then the control
+        services, then the broker; each group in parallel."""
+        started = time.monotonic()
+        services = list(self.services.values())
+        waves = (
+            [s for s in services if s.kind == COMPUTE_BINARY],
+            [s for s in services
+             if s.kind not in (COMPUTE_BINARY, 'rabbitmq')],
+            [s for s in services if s.kind == 'rabbitmq'],
+        )
+        for wave in waves:
+            with concurrent.futures.ThreadPoolExecutor(
+                    max(1, len(wave))) as pool:
+                for service, future in zip(wave, [pool.submit(s.stop)
+                                                  for s in wave]):
+                    try:
+                        future.result()
+                    except Exception:
+                        LOG.exception('Could not stop %s', service.name)
         self.services.clear()
+        if services:
+            self.stop_seconds = time.monotonic() - started
 
     def _release(self):
         """Stop every process, drop the databases and remove the files;

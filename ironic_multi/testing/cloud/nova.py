@@ -97,9 +97,13 @@ def control_config(cloud):
                         sections)
 
 
+def compute_config_path(cloud, host):
+    return os.path.join(cloud.base_dir, 'nova', host, 'nova.conf')
+
+
 def compute_config(cloud, host):
     """A nova-compute's own ``nova.conf``; returns its path."""
-    directory = os.path.join(cloud.base_dir, 'nova', host)
+    directory = os.path.dirname(compute_config_path(cloud, host))
     sections = config.merge(common_sections(cloud), {
         'DEFAULT': {
             'host': host,
@@ -122,7 +126,7 @@ def compute_config(cloud, host):
     sections['ironic']['valid_interfaces'] = ['internal', 'public']
     sections = config.merge(sections, cloud.nova_options)
     sections = config.merge(sections, cloud.compute_options)
-    return config.write(os.path.join(directory, 'nova.conf'), sections)
+    return config.write(compute_config_path(cloud, host), sections)
 
 
 def setup_cells(cloud, conf):

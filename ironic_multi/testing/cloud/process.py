@@ -198,8 +198,13 @@ class Service(object):
 
 
 def group_rss(pgid):
-    """Resident memory in bytes of the processes of group ``pgid``."""
+    """Resident memory in bytes of the processes of group ``pgid``.
+
+    A process that leads no group (etcd is started in the test's own)
+    counts alone.
+    """
     total = 0
+    found = False
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue
@@ -209,8 +214,18 @@ def group_rss(pgid):
                 fields = f.read().rsplit(')', 1)[1].split()
             if int(fields[2]) != pgid:
                 continue
-            with open('/proc/%s/statm' % entry) as f:
-                total += int(f.read().split()[1]) * PAGE_SIZE
+            found = True
+            total += _rss(entry)
         except (OSError, IndexError, ValueError):
             continue
+    if not found:
+        try:
+            return _rss(pgid)
+        except (OSError, IndexError, ValueError):
+            return 0
     return total
+
+
+def _rss(pid):
+    with open('/proc/%s/statm' % pid) as f:
+        return int(f.read().split()[1]) * PAGE_SIZE
