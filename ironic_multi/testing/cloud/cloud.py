@@ -101,6 +101,8 @@ class Cloud(fixtures.Fixture):
     :param report_interval, service_down_time, rpc_response_timeout:
         Nova's options (short: the tests wait for Nova to see a service
         down).
+    :param instance_build_timeout: Nova's, on the computes: a build
+        stuck in BUILD (its RPC messages lost) is set to ERROR after it.
     :param deploy_delay: seconds each step of a fake deploy or teardown
         takes in Ironic (``[fake] deploy_delay``): a build lasts long
         enough to be interrupted.  Fake deploys end powered on, as real
@@ -136,10 +138,10 @@ class Cloud(fixtures.Fixture):
     def __init__(self, computes=3, nodes=24, layout=None, debug=False,
                  db_kind=None, log_dir=None, nova_options=None,
                  compute_options=None, takeover_down_after=5,
-                 membership_timeout=5, pool_refresh_interval=2,
+                 membership_timeout=20, pool_refresh_interval=2,
                  report_interval=2, service_down_time=10,
                  rpc_response_timeout=30, update_resources_interval=5,
-                 deploy_delay='1', venv=None):
+                 deploy_delay='1', instance_build_timeout=60, venv=None):
         super().__init__()
         self.initial_computes = computes
         self.layout = layout or cloud_ironic.default_layout(nodes, computes)
@@ -157,6 +159,7 @@ class Cloud(fixtures.Fixture):
         self.update_resources_interval = update_resources_interval
         self.venv_dir = venv
         self.deploy_delay = deploy_delay
+        self.instance_build_timeout = instance_build_timeout
         self.services = collections.OrderedDict()
         self.computes = []
         self.databases = {}

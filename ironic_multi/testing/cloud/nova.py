@@ -111,6 +111,9 @@ def compute_config(cloud, host):
             'state_path': os.path.join(directory, 'state'),
             # How often the resource tracker reports to placement.
             'update_resources_interval': cloud.update_resources_interval,
+            # A build whose RPC messages were lost (a broker restart) stays
+            # in BUILD for good without it (Nova's default is 0, never).
+            'instance_build_timeout': cloud.instance_build_timeout,
         },
         'ironic': cloud.keystone.ironic_options('system'),
         'ironic_multi': {
