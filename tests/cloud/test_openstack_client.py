@@ -164,3 +164,24 @@ def test_burst_over_capacity(cloud, servers):
             assert server_id not in held, server_id
     all_nodes = [n for ns in held.values() for n in ns]
     assert len(all_nodes) == len(set(all_nodes))
+
+
+def test_boot_with_a_port_on_the_flat_network(cloud, servers):
+    """A port on the shared flat network (ML2, networking-baremetal's
+    mechanism driver): Neutron allocates it, the server is ACTIVE, the
+    delete releases it.  Ironic's noop network interface binds nothing:
+    the port stays unbound (see doc/source/cloud.rst)."""
+    assert cloud.network_id is not None
+    server = cloud.openstack('server', 'create', '--flavor', 'silver',
+                             '--image', 'cirros', '--network', 'baremetal',
+                             '--wait', 'with-port')
+    servers.append(server['id'])
+    assert server['status'] == 'ACTIVE'
+    ports = cloud.openstack('port', 'list', '--server', server['id'],
+                            cloud=ADMIN)
+    assert len(ports) == 1
+    assert ports[0]['Fixed IP Addresses'][0]['ip_address'].startswith(
+        '192.0.2.')
+    cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
+    assert cloud.openstack('port', 'list', '--server', server['id'],
+                           cloud=ADMIN) == []
