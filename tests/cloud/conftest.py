@@ -54,8 +54,7 @@ def cloud(record_testsuite_property):
 
 @pytest.fixture
 def servers(cloud):
-    """Server ids a test created; deleted after it, and their nodes freed.
-    """
+    """Server ids a test created: deleted after it, their nodes freed."""
     created = []
     yield created
     admin = cloud.connection()

@@ -28,8 +28,7 @@ ADMIN = cloud_mod.ADMIN_CLOUD
 
 
 def post_servers(cloud, flavors, prefix):
-    """POST one server per flavor name, as the demo user, without waiting.
-    """
+    """POST one server per flavor name as the demo user; no waiting."""
     compute = cloud.connection(cloud_mod.DEMO_CLOUD).compute
     return [compute.create_server(
         name='%s-%d' % (prefix, index), flavor_id=cloud.flavors[flavor],
@@ -38,8 +37,10 @@ def post_servers(cloud, flavors, prefix):
 
 
 def assert_no_node_held_twice(cloud, settled, error_holds=False):
-    """ACTIVE servers hold one node each, ERROR ones none (or, with
-    ``error_holds``, at most one), no node twice."""
+    """ACTIVE servers hold one node each, no node is held twice.
+
+    ERROR ones hold none (with ``error_holds``, at most one).
+    """
     held = cloud.held_nodes()
     for server_id, server in settled.items():
         if server.status == 'ACTIVE':

@@ -91,8 +91,11 @@ def test_inventory_equals_ironic(cloud):
 
 
 def test_server_lifecycle_with_trait_and_capability(cloud, servers):
-    """Boot by trait and by capability; list, show, reboot, stop, start,
-    rebuild, delete, each checked on both sides."""
+    """Boot by trait and by capability, then every action.
+
+    List, show, reboot, stop, start, rebuild, delete, each checked on
+    both sides.
+    """
     gpu = boot(cloud, 'gpu-1', 'gold-gpu')
     uefi = boot(cloud, 'uefi-1', 'silver-uefi')
     servers.extend([gpu['id'], uefi['id']])
@@ -142,8 +145,10 @@ def test_server_lifecycle_with_trait_and_capability(cloud, servers):
 
 
 def test_burst_over_capacity(cloud, servers):
-    """More bronze servers than bronze nodes, in one request: each ends
-    ACTIVE or ERROR, none hangs, no node is held twice."""
+    """More bronze servers than bronze nodes, in one request.
+
+    Each ends ACTIVE or ERROR, none hangs, no node is held twice.
+    """
     nodes = cloud.layout.group('bronze').count
     wanted = nodes + 2
     cloud.openstack('server', 'create', '--flavor', 'bronze', '--image',
@@ -167,10 +172,12 @@ def test_burst_over_capacity(cloud, servers):
 
 
 def test_boot_with_a_port_on_the_flat_network(cloud, servers):
-    """A port on the shared flat network (ML2, networking-baremetal's
-    mechanism driver): Neutron allocates it, the server is ACTIVE, the
-    delete releases it.  Ironic's noop network interface binds nothing:
-    the port stays unbound (see doc/source/cloud.rst)."""
+    """A port on the shared flat network works, unbound.
+
+    ML2 with networking-baremetal's mechanism driver: Neutron allocates
+    the port, the server is ACTIVE, the delete releases it.  Ironic's noop
+    network interface binds nothing (see doc/source/cloud.rst).
+    """
     assert cloud.network_id is not None
     server = cloud.openstack('server', 'create', '--flavor', 'silver',
                              '--image', 'cirros', '--network', 'baremetal',

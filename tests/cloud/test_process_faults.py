@@ -80,9 +80,11 @@ def test_sigkill_compute_in_the_middle_of_a_build(cloud, servers,
 
 def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
                                                  record_property):
-    """cleanup_host leaves the group: the shard keys move well before
-    membership_timeout (what a crash costs); the instances are adopted
-    after takeover_down_after."""
+    """cleanup_host leaves the group; the instances are adopted later.
+
+    The shard keys move well before membership_timeout (what a crash
+    costs); the instances are adopted after takeover_down_after.
+    """
     host = cloud.computes[-1]
     server = cloud.openstack('server', 'create', '--flavor', 'silver',
                              '--image', 'cirros', '--nic', 'none',
@@ -127,8 +129,8 @@ def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
                                                   host, bound)
         record_property('sigterm_to_adopted_seconds',
                         round(moved_at - stopped, 1))
-        print('adopted by %s after %.1f s' % (hosts[server['id']],
-                                             moved_at - stopped))
+        print('adopted by %s after %.1f s'
+              % (hosts[server['id']], moved_at - stopped))
         node = cloud.ironic.list_nodes(instance_uuid=server['id'])
         assert len(node) == 1 and node[0]['provision_state'] == 'active'
         # Manageable on its new host.

@@ -271,7 +271,8 @@ class Cloud(fixtures.Fixture):
         self.wait_for_capacity()
         self._phase(None)
         self.start_seconds = time.monotonic() - started
-        LOG.info('Cloud ready in %.1f s (%s); RSS %.0f MiB', self.start_seconds,
+        LOG.info('Cloud ready in %.1f s (%s); RSS %.0f MiB',
+                 self.start_seconds,
                  ', '.join('%s %.1f s' % item for item in self.phases.items()),
                  self.rss() / 2 ** 20)
 
@@ -526,8 +527,10 @@ class Cloud(fixtures.Fixture):
         return dict(held)
 
     def manage(self, *args, host=None):
-        """Run ``ironic-multi-manage ARGS -f json`` with a compute's
-        configuration (the first compute's by default); parsed output."""
+        """Run ``ironic-multi-manage ARGS -f json``; returns its output.
+
+        With a compute's configuration (the first compute's by default).
+        """
         conf = nova.compute_config_path(self, host or self.computes[0])
         output = self.run([self.python, '-c', MANAGE, '--config-file',
                            conf] + [str(a) for a in args] + ['-f', 'json'])
@@ -573,8 +576,11 @@ class Cloud(fixtures.Fixture):
         return pids
 
     def rss(self, per_process=False):
-        """Resident memory of the whole cloud in bytes (every process of
-        every group summed); ``per_process``: ``{name: bytes}``."""
+        """Resident memory of the whole cloud in bytes.
+
+        Every process of every group summed; ``per_process``: ``{name:
+        bytes}``.
+        """
         sizes = {name: process.group_rss(pid)
                  for name, pid in self.pids().items()}
         return sizes if per_process else sum(sizes.values())
@@ -612,8 +618,7 @@ class Cloud(fixtures.Fixture):
         return result.stdout
 
     def client_env(self, cloud=DEMO_CLOUD):
-        """What ``openstack`` needs: ``OS_CLIENT_CONFIG_FILE``, ``OS_CLOUD``.
-        """
+        """The environment of ``openstack`` as ``cloud`` of clouds.yaml."""
         return dict(self.env(), OS_CLIENT_CONFIG_FILE=self.clouds_yaml,
                     OS_CLOUD=cloud)
 
@@ -635,8 +640,7 @@ class Cloud(fixtures.Fixture):
         return json.loads(output[min(starts):] if starts else output)
 
     def connection(self, cloud=ADMIN_CLOUD):
-        """An openstacksdk connection of this process, by clouds.yaml name.
-        """
+        """An openstacksdk connection of this process, by cloud name."""
         if cloud not in self._connections:
             import openstack.config
             import openstack.connection
@@ -658,9 +662,12 @@ class Cloud(fixtures.Fixture):
     # -- stop ---------------------------------------------------------------
 
     def _stop_services(self):
-        """Stop the processes: the computes first (they leave the ring and
-        finish their work while the rest still serves), then the control
-        services, then the broker; each group in parallel."""
+        """Stop the processes, each group in parallel.
+
+        The computes first (they leave the ring and finish their work
+        while the rest still serves), then the control services, then the
+        broker.
+        """
         started = time.monotonic()
         services = list(self.services.values())
         waves = (
@@ -683,8 +690,10 @@ class Cloud(fixtures.Fixture):
             self.stop_seconds = time.monotonic() - started
 
     def _release(self):
-        """Stop every process, drop the databases and remove the files;
-        idempotent (cleanup, atexit, signals)."""
+        """Stop every process, drop the databases, remove the files.
+
+        Idempotent: it runs from the clean-up, atexit and signal handlers.
+        """
         self._stop_services()
         for kind, name in getattr(self, '_db_created', []):
             try:

@@ -71,8 +71,10 @@ def password_auth(keystone, creds):
 
 
 def authtoken(keystone, creds):
-    """``[keystone_authtoken]``: keystonemiddleware checks tokens as
-    ``creds`` (no memcached: tokens are cached in the process)."""
+    """``[keystone_authtoken]``: keystonemiddleware checks tokens.
+
+    As ``creds``; no memcached: tokens are cached in the process.
+    """
     return dict(password_auth(keystone, creds),
                 www_authenticate_uri=keystone.auth_url,
                 service_token_roles_required=True)

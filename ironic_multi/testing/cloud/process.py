@@ -147,8 +147,10 @@ class Service(object):
         return code
 
     def stop(self, timeout=None):
-        """SIGTERM, as an init system stops a service; SIGKILL after
-        ``timeout`` seconds.  Idempotent.  Returns the exit code."""
+        """SIGTERM, as an init system stops a service; returns the code.
+
+        SIGKILL after ``timeout`` seconds.  Idempotent.
+        """
         with self._lock:
             if self._process is None:
                 return None

@@ -368,8 +368,8 @@ def test_rebuild_with_an_invalid_flavor(drv, reserver):
     assert reserver.calls == []
 
 
-def test_rebuild_at_microversion_2_93_of_an_image_backed_server(drv,
-                                                                 reserver):
+def test_rebuild_at_microversion_2_93_of_an_image_backed_server(
+        drv, reserver):
     # Nova's API passes reimage_boot_volume=True for every rebuild from
     # 2.93 on (the openstack client's default); only a boot volume is
     # the compute manager's business.
