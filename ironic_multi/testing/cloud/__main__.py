@@ -18,7 +18,7 @@
 
 Prints the lines to paste into another shell to use it with the
 ``openstack`` client.  Through tox (its venvs, the code of the working
-tree): ``./tox.sh -e cloud exec -- python -m ironic_multi.testing.cloud``.
+tree): ``./tox.sh exec -e cloud -- python -m ironic_multi.testing.cloud``.
 """
 
 import argparse
