@@ -184,11 +184,11 @@ def test_boot_with_a_port_on_the_flat_network(cloud, servers):
                              '--wait', 'with-port')
     servers.append(server['id'])
     assert server['status'] == 'ACTIVE'
-    ports = cloud.openstack('port', 'list', '--server', server['id'],
+    ports = cloud.openstack('port', 'list', '--device-id', server['id'],
                             cloud=ADMIN)
     assert len(ports) == 1
     assert ports[0]['Fixed IP Addresses'][0]['ip_address'].startswith(
         '192.0.2.')
     cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
-    assert cloud.openstack('port', 'list', '--server', server['id'],
+    assert cloud.openstack('port', 'list', '--device-id', server['id'],
                            cloud=ADMIN) == []

@@ -67,6 +67,12 @@ def common_sections(cloud):
         'oslo_concurrency': {
             'lock_path': os.path.join(cloud.base_dir, 'nova', 'locks')},
         'oslo_messaging_rabbit': {
+            # Durable queues whose messages survive a broker restart (what
+            # kolla-ansible deploys by default since 2024): with classic
+            # transient queues a build cast to the conductor just before
+            # a restart is lost, and the server stays in BUILD/scheduling
+            # for good.
+            'rabbit_quorum_queue': True,
             # Reconnect quickly after the chaos tests restart the broker.
             'rabbit_retry_interval': 1,
             'rabbit_retry_backoff': 1,
