@@ -44,6 +44,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format='%(asctime)s %(message)s')
+    # Ctrl-C stops the cloud even when started in the background of a
+    # shell, which makes its children ignore SIGINT; SIGTERM and SIGHUP
+    # stop it too (ironic_multi.testing._process).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     cloud = cloud_mod.Cloud(computes=args.computes, nodes=args.nodes,
                             log_dir=args.log_dir, debug=args.debug)
     with cloud:
@@ -51,7 +55,7 @@ def main(argv=None):
               '    export OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=%s\n'
               '    export PATH=%s/bin:$PATH\n'
               '    openstack server create --flavor gold --image cirros '
-              '--network none --wait s1\n\n'
+              '--nic none --wait s1\n\n'
               'Clouds: %s (project admin), %s (project demo), %s (system '
               'scope, for "openstack baremetal"). Logs: %s\n'
               'Ctrl-C stops it.' % (
