@@ -17,18 +17,25 @@ else
     TOX=.venv-tox/bin/tox
 fi
 
-# etcd is one of the coordination backends the functional tests exercise.
-if ! command -v etcd >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1
-then
+# Debian packages the tests start servers from: etcd (a coordination
+# backend) and RabbitMQ (the multi-process cloud's broker).
+install_missing() {
+    local command=$1 package=$2
+    if command -v "$command" >/dev/null 2>&1 || [ -x "/usr/sbin/$command" ] ||
+        ! command -v apt-get >/dev/null 2>&1; then
+        return 0
+    fi
     if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi
-    echo "tox.sh: installing etcd-server" >&2
+    echo "tox.sh: installing $package" >&2
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get install -y -q etcd-server >/dev/null 2>&1 || {
+    $SUDO apt-get install -y -q "$package" >/dev/null 2>&1 || {
         $SUDO apt-get update -q >/dev/null 2>&1 || true
-        $SUDO apt-get install -y -q etcd-server >/dev/null 2>&1 ||
-            echo "tox.sh: etcd-server could not be installed;" \
-                 "etcd tests will be skipped" >&2
+        $SUDO apt-get install -y -q "$package" >/dev/null 2>&1 ||
+            echo "tox.sh: $package could not be installed;" \
+                 "the tests that need it will fail or be skipped" >&2
     }
-fi
+}
+install_missing etcd etcd-server
+install_missing rabbitmq-server rabbitmq-server
 
 exec "$TOX" "$@"

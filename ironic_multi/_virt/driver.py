@@ -317,7 +317,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 attach_block_devices, network_info=None, evacuate=False,
                 block_device_info=None, preserve_ephemeral=False,
                 accel_uuids=None, reimage_boot_volume=False):
-        if reimage_boot_volume:
+        # From microversion 2.93 Nova's API asks for reimage_boot_volume on
+        # every rebuild, and the compute manager acts on it only for a
+        # volume-backed server: only such a server is refused here.
+        if reimage_boot_volume and _boots_from_volume(bdms):
             raise nova_exception.NovaException(
                 'Re-imaging a boot volume is not supported for bare metal')
         instance.task_state = task_states.REBUILD_SPAWNING
@@ -382,6 +385,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def manages_network_binding_host_id(self):
         return True
+
+
+def _boots_from_volume(bdms):
+    return any(bdm.is_root and bdm.is_volume for bdm in bdms or ())
 
 
 def _check_alive(instance):

@@ -27,6 +27,10 @@ node providers:
     An etcd of the test's own, and the local Redis, for tooz.
 ``venvs``
     The virtualenvs the servers run from.
+``cloud``
+    :class:`~.cloud.Cloud`: a whole OpenStack cloud, every service a
+    process of its own (Keystone, Placement, Nova, Glance, Neutron,
+    Ironic, RabbitMQ, etcd), K nova-compute processes loading the driver.
 
 Nothing here is imported by the driver or the reservation layer.
 """

@@ -35,6 +35,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -119,36 +120,31 @@ class ServerFixture(fixtures.Fixture):
 
     def _create_database(self):
         """Set ``db_kind`` and ``db_url``, creating the database if needed."""
-        auto = self.db_kind == 'auto'
-        for kind in DB_KINDS[1:] if auto else (self.db_kind,):
-            if kind == 'sqlite':
-                self.db_kind = kind
-                self.db_url = 'sqlite:///%s/%s.sqlite' % (self.base_dir,
-                                                          self.name)
-                return
-            admin = sa_url.make_url(ADMIN_URLS[kind])
-            if auto and not _net.listening(admin.host, admin.port):
-                continue
-            name = 'ironic_multi_%s_%d_%s' % (self.name, os.getpid(),
-                                              uuid.uuid4().hex[:8])
-            # Known before it exists: an interrupt may come at any time,
-            # and a kill leaves the record for the next run to reap.
-            self._database = kind, name
-            _leftovers.record(self.base_dir, database=[kind, name])
-            try:
-                self.run_db_tool('create', ADMIN_URLS[kind], name)
-            except self.error as e:
-                if not auto:
-                    raise
-                LOG.warning('Not using %s: %s', kind, e)
-                self._database = None
-                continue
-            url = admin.set(database=name)
-            if kind == 'mysql':
-                url = url.update_query_dict({'charset': 'utf8mb4'})
-            self.db_kind = kind
-            self.db_url = url.render_as_string(hide_password=False)
+        if self.db_kind == 'sqlite' or (
+                self.db_kind == 'auto' and resolve_db_kind('auto') is None):
+            self.db_kind = 'sqlite'
+            self.db_url = 'sqlite:///%s/%s.sqlite' % (self.base_dir,
+                                                      self.name)
             return
+        kind = resolve_db_kind(self.db_kind)
+        name = database_name(self.name)
+        # Known before it exists: an interrupt may come at any time, and a
+        # kill leaves the record for the next run to reap.
+        self._database = kind, name
+        _leftovers.record(self.base_dir, database=[kind, name])
+        try:
+            self.db_url = create_database(self.python, kind, name,
+                                          error=self.error)
+        except self.error as e:
+            if self.db_kind != 'auto':
+                raise
+            LOG.warning('Not using %s: %s', kind, e)
+            self._database = None
+            self.db_kind = 'sqlite'
+            self.db_url = 'sqlite:///%s/%s.sqlite' % (self.base_dir,
+                                                      self.name)
+            return
+        self.db_kind = kind
 
     def _spawn(self, argv, env=None, stdin=None):
         """Start the server process, its output going to ``log_path``."""
@@ -194,7 +190,7 @@ class ServerFixture(fixtures.Fixture):
         if self._database:
             kind, name = self._database
             try:
-                self.run_db_tool('drop', ADMIN_URLS[kind], name)
+                drop_database(self.python, kind, name, error=self.error)
                 self._database = None
             except self.error as e:
                 # The directory's record lets a later run drop it.
@@ -259,9 +255,57 @@ def _reap_leftovers(server):
 
     def drop(kind, name):
         if kind in ADMIN_URLS:
-            server.run_db_tool('drop', ADMIN_URLS[kind], name)
+            drop_database(server.python, kind, name, error=server.error)
 
     _leftovers.reap(drop)
+
+
+def resolve_db_kind(kind):
+    """``kind``, or for ``auto`` the first server that listens (or None).
+
+    PostgreSQL first, then MariaDB; None means SQLite.
+    """
+    if kind != 'auto':
+        return kind
+    for candidate in ('postgresql', 'mysql'):
+        admin = sa_url.make_url(ADMIN_URLS[candidate])
+        if _net.listening(admin.host, admin.port):
+            return candidate
+    return None
+
+
+def database_name(label):
+    """A database name of this process's own for ``label``."""
+    return 'ironic_multi_%s_%d_%s' % (label, os.getpid(),
+                                      uuid.uuid4().hex[:8])
+
+
+def create_database(python, kind, name, error=ServerError):
+    """Create database ``name`` on the ``kind`` server; return its URL.
+
+    ``python`` is a venv's interpreter with SQLAlchemy and the drivers
+    (every server venv has them).
+    """
+    _run_db_tool(python, error, 'create', ADMIN_URLS[kind], name)
+    url = sa_url.make_url(ADMIN_URLS[kind]).set(database=name)
+    if kind == 'mysql':
+        url = url.update_query_dict({'charset': 'utf8mb4'})
+    return url.render_as_string(hide_password=False)
+
+
+def drop_database(python, kind, name, error=ServerError):
+    _run_db_tool(python, error, 'drop', ADMIN_URLS[kind], name)
+
+
+def _run_db_tool(python, error, *args):
+    env = dict(os.environ)
+    env.pop('PYTHONPATH', None)
+    result = subprocess.run([python, DB_TOOL, *args], capture_output=True,
+                            text=True, env=env)
+    if result.returncode:
+        raise error('%s %s exited with %d:\n%s' % (
+            os.path.basename(DB_TOOL), args[0], result.returncode,
+            result.stderr[-3000:]))
 
 
 def _signal_group(pgid, signum):
@@ -313,3 +357,52 @@ def databases(kind, pattern):
                              pattern], capture_output=True, text=True,
                             check=True)
     return result.stdout.split()
+
+
+class Reaper(object):
+    """Kills process groups and drops databases if this process dies.
+
+    A watchdog child (``_reaper.py``) that acts when its standard input
+    closes: see there.  Register what may outlive a hard death, forget it
+    once cleaned up.  Thread-safe; one per process (:func:`reaper`).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._process = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, '_reaper.py')],
+            stdin=subprocess.PIPE, start_new_session=True, text=True,
+            env=dict(os.environ, PYTHONPATH=''))
+
+    def _say(self, *words):
+        with self._lock:
+            try:
+                self._process.stdin.write(' '.join(map(str, words)) + '\n')
+                self._process.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                LOG.warning('The reaper is gone: %s not registered', words)
+
+    def watch_group(self, pgid):
+        self._say('group', pgid)
+
+    def forget_group(self, pgid):
+        self._say('forget-group', pgid)
+
+    def watch_database(self, python, kind, name):
+        self._say('database', python, ADMIN_URLS[kind], name)
+
+    def forget_database(self, kind, name):
+        self._say('forget-database', ADMIN_URLS[kind], name)
+
+
+_reaper = None
+_reaper_lock = threading.Lock()
+
+
+def reaper():
+    """This process's :class:`Reaper`, started on first use."""
+    global _reaper
+    with _reaper_lock:
+        if _reaper is None:
+            _reaper = Reaper()
+        return _reaper

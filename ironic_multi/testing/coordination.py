@@ -56,12 +56,15 @@ def delete_group(url, group):
 
 
 class EtcdServer(fixtures.Fixture):
-    """One etcd process on free loopback ports; ``url`` is its tooz URL."""
+    """One etcd process on free loopback ports; ``url`` is its tooz URL.
+
+    ``pid`` is the process's id.
+    """
 
     def __init__(self, binary=None):
         super().__init__()
         self.binary = binary or shutil.which('etcd')
-        self.url = None
+        self.url = self.pid = None
 
     def _setUp(self):
         if self.binary is None:
@@ -82,6 +85,7 @@ class EtcdServer(fixtures.Fixture):
                 stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=_net.die_with_parent)
         self.addCleanup(_stop, process)
+        self.pid = process.pid
         deadline = time.monotonic() + START_TIMEOUT
         while not _healthy(client):
             if process.poll() is not None or time.monotonic() > deadline:

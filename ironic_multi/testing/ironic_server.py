@@ -38,6 +38,7 @@ from ironic_multi.testing import venvs
 LOG = logging.getLogger(__name__)
 
 SQLITE_SHIM = os.path.join(_process.HERE, 'sqlite_serialize')
+POWER_ON_SHIM = os.path.join(_process.HERE, 'fake_power_on')
 DB_TOOL = _process.DB_TOOL
 DB_KINDS = _process.DB_KINDS
 ADMIN_URLS = _process.ADMIN_URLS
@@ -91,6 +92,9 @@ dhcp_provider = none
 
 [oslo_concurrency]
 lock_path = {lock_path}
+
+[fake]
+deploy_delay = {deploy_delay}
 {sections}"""
 
 NOAUTH = {
@@ -128,6 +132,21 @@ project_domain_name = {project_domain_name}
 region_name = {region_name}
 """,
 }
+# Ironic reads image properties from Glance (found in the catalog) as its
+# service user.  Without it Ironic 39 cannot tell the image type, and then
+# a rebuild fails with HTTP 500 ("cannot access local variable
+# 'auto_lessee'", conductor/deployments.py start_deploy).
+GLANCE = """
+[glance]
+auth_type = password
+auth_url = {auth_url}
+username = {username}
+password = {password}
+user_domain_name = {user_domain_name}
+project_name = {project_name}
+project_domain_name = {project_domain_name}
+region_name = {region_name}
+"""
 
 
 class IronicServerError(_process.ServerError):
@@ -142,7 +161,13 @@ class IronicServer(_process.ServerFixture):
     max_limit``, the largest page it returns.  With ``keystone`` (a
     started KeystoneServer) Ironic authenticates every request through it,
     and ``service_role_elevated_access`` sets Ironic's
-    ``[DEFAULT] rbac_service_role_elevated_access``.
+    ``[DEFAULT] rbac_service_role_elevated_access``.  With
+    ``deploy_powers_on`` a fake deploy ends with the node powered on, as a
+    real deploy does (see ``fake_power_on/sitecustomize.py``); otherwise
+    it stays off.  ``deploy_delay`` is Ironic's ``[fake] deploy_delay``,
+    seconds each fake deploy step sleeps (``"1"``, or a range ``"1:3"``).
+    With ``glance`` (and ``keystone``) Ironic reads images from the Glance
+    of Keystone's catalog.
 
     After setUp: ``endpoint``, ``db_kind`` (never ``auto``), ``db_url``,
     ``config_path``, ``log_path``, ``pid`` (also the process group of
@@ -157,7 +182,8 @@ class IronicServer(_process.ServerFixture):
 
     def __init__(self, db_kind=None, automated_clean=False,
                  conductor_group='', max_limit=1000, keystone=None,
-                 service_role_elevated_access=False):
+                 service_role_elevated_access=False, deploy_powers_on=False,
+                 deploy_delay='0', glance=False):
         super().__init__(db_kind)
         if service_role_elevated_access and keystone is None:
             raise ValueError('service_role_elevated_access needs keystone')
@@ -166,6 +192,9 @@ class IronicServer(_process.ServerFixture):
         self.max_limit = max_limit
         self.keystone = keystone
         self.service_role_elevated_access = service_role_elevated_access
+        self.deploy_powers_on = deploy_powers_on
+        self.deploy_delay = deploy_delay
+        self.glance = glance
         self.endpoint = self.config_path = None
 
     def _setUp(self):
@@ -209,11 +238,13 @@ class IronicServer(_process.ServerFixture):
             parts = dict(NOAUTH)
         else:
             user = self.keystone.ironic
+            sections = KEYSTONE['sections'] + (GLANCE if self.glance
+                                               else '')
             parts = {
                 'default_extra': KEYSTONE['default_extra'].format(
                     elevated=str(self.service_role_elevated_access).lower()),
                 'api_extra': KEYSTONE['api_extra'],
-                'sections': KEYSTONE['sections'].format(
+                'sections': sections.format(
                     auth_url=self.keystone.auth_url,
                     region_name=self.keystone.region, **user._asdict()),
             }
@@ -224,12 +255,22 @@ class IronicServer(_process.ServerFixture):
                 port=port, db_url=self.db_url, max_limit=self.max_limit,
                 automated_clean=str(self.automated_clean).lower(),
                 conductor_group=self.conductor_group,
+                deploy_delay=self.deploy_delay,
                 lock_path=os.path.join(self.base_dir, 'locks'), **parts))
 
     def _env(self):
         env = super()._env()
+        shims = []
         if self.db_kind == 'sqlite':
-            env['PYTHONPATH'] = SQLITE_SHIM
+            shims.append(SQLITE_SHIM)
+        if self.deploy_powers_on:
+            shims.append(POWER_ON_SHIM)
+        if len(shims) > 1:
+            # Python imports one sitecustomize module only.
+            raise IronicServerError('deploy_powers_on needs a database '
+                                    'other than SQLite')
+        if shims:
+            env['PYTHONPATH'] = shims[0]
         return env
 
 

@@ -251,28 +251,52 @@ class KeystoneServer(_process.ServerFixture):
     def _answers(self):
         return requests.get(self.auth_url, timeout=5).ok
 
-    def _create_accounts(self):
+    def add_user(self, name, project, roles=(), system_roles=()):
+        """Create a user with ``roles`` in ``project`` (made if missing).
+
+        :param system_roles: roles on the system too.
+        :returns: its :class:`Credentials` (a random password).
+        """
+        creds = self._user(name, project)
+        self._create_user(creds, roles, system_roles)
+        return creds
+
+    def _role_ids(self, names):
         roles = {role['name']: role['id']
                  for role in self._admin('GET', '/roles')['roles']}
-        if 'service' not in roles:
-            roles['service'] = self._admin(
-                'POST', '/roles', {'role': {'name': 'service'}},
-                expect=(201,))['role']['id']
-        project = self._admin('POST', '/projects', {'project': {
-            'name': SERVICE_PROJECT, 'domain_id': 'default'}},
+        for name in names:
+            if name not in roles:
+                roles[name] = self._admin(
+                    'POST', '/roles', {'role': {'name': name}},
+                    expect=(201,))['role']['id']
+        return roles
+
+    def _project_id(self, name):
+        found = self._admin('GET', '/projects?name=%s' % name)['projects']
+        if found:
+            return found[0]['id']
+        return self._admin('POST', '/projects', {'project': {
+            'name': name, 'domain_id': 'default'}},
             expect=(201,))['project']['id']
-        for creds, project_roles, system_roles in (
-                (self.nova, ('admin', 'service'), self.nova_system_roles),
-                (self.ironic, ('service',), ())):
-            user = self._admin('POST', '/users', {'user': {
-                'name': creds.username, 'password': creds.password,
-                'domain_id': 'default'}}, expect=(201,))['user']['id']
-            for role in project_roles:
-                self._admin('PUT', '/projects/%s/users/%s/roles/%s' % (
-                    project, user, roles[role]), expect=(204,))
-            for role in system_roles:
-                self._admin('PUT', '/system/users/%s/roles/%s' % (
-                    user, roles[role]), expect=(204,))
+
+    def _create_user(self, creds, project_roles, system_roles):
+        roles = self._role_ids(set(project_roles) | set(system_roles))
+        project = self._project_id(creds.project_name)
+        user = self._admin('POST', '/users', {'user': {
+            'name': creds.username, 'password': creds.password,
+            'domain_id': 'default', 'default_project_id': project}},
+            expect=(201,))['user']['id']
+        for role in project_roles:
+            self._admin('PUT', '/projects/%s/users/%s/roles/%s' % (
+                project, user, roles[role]), expect=(204,))
+        for role in system_roles:
+            self._admin('PUT', '/system/users/%s/roles/%s' % (
+                user, roles[role]), expect=(204,))
+
+    def _create_accounts(self):
+        self._create_user(self.nova, ('admin', 'service'),
+                          self.nova_system_roles)
+        self._create_user(self.ironic, ('service',), ())
 
     def _admin(self, method, path, body=None, expect=(200,)):
         answer = requests.request(

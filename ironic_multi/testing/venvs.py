@@ -12,19 +12,29 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Virtualenvs of the servers the tests start (Ironic, Keystone).
+"""Virtualenvs of the servers the tests start (Ironic, Keystone, a cloud).
 
 Each server runs from a virtualenv of its own: its oslo.config options
 collide with Nova's in one process, and its pins need not agree with
 Nova's.  A venv is created once; a marker file holds the requirement list
 it was built from, so a changed pin rebuilds it.
 
+The ``cloud`` venv holds the OpenStack services of
+:mod:`ironic_multi.testing.cloud` (Nova, Placement, Glance, Neutron, the
+``openstack`` client, tempest) and ironic-multi's own requirements.  It
+does not hold ironic-multi itself: the cloud's compute processes import
+the code under test from the test's own environment (see
+:mod:`ironic_multi.testing.cloud.overlay`), so a change to the driver
+needs no rebuild.  Nova loads drivers from ``nova.virt`` only, so the
+build adds the one-line shim ``nova/virt/ironic_multi.py``.
+
 Usage: ``python -m ironic_multi.testing.venvs KIND DIR`` builds the venv
-of ``KIND`` (``ironic`` or ``keystone``) in ``DIR`` and prints the path of
-its server executable (pip's output goes to standard error).
+of ``KIND`` (``ironic``, ``keystone`` or ``cloud``) in ``DIR`` and prints
+the path of its server executable (pip's output goes to standard error).
 """
 
 import fcntl
+from importlib import metadata
 import os
 import subprocess
 import sys
@@ -37,7 +47,20 @@ SERVERS = {
     # runs under waitress (pure Python, one process, threads).
     'keystone': (('keystone==30.0.0', 'waitress==3.0.2', 'psycopg2-binary',
                   'PyMySQL'), 'keystone-manage'),
+    # These resolve together for Python 3.11 (shared/notes).  Keystone and
+    # Ironic keep venvs of their own (the fixtures above build them).
+    'cloud': (('nova==34.0.0', 'neutron==29.0.0', 'glance==33.0.0',
+               'openstack-placement==16.0.0', 'python-openstackclient',
+               'osc-placement', 'networking-baremetal', 'tempest==47.0.0',
+               'waitress==3.0.2', 'etcd3gw', 'SQLAlchemy<2.1',
+               'psycopg2-binary', 'PyMySQL'), 'nova-compute'),
 }
+# What ``nova/virt/ironic_multi.py`` says in the cloud venv: the shim that
+# ironic-multi's own package installs (see setup.cfg).
+NOVA_SHIM = (
+    '# Installed by ironic_multi.testing.venvs: nova.conf may say\n'
+    '# compute_driver = ironic_multi.IronicMultiDriver.\n'
+    'from ironic_multi._virt.driver import IronicMultiDriver  # noqa\n')
 # Where the venvs live unless the environment says otherwise (tox points
 # IRONIC_MULTI_<KIND>_VENV into its work directory).
 DEFAULT_ROOT = os.path.join(
@@ -59,6 +82,8 @@ def ensure_venv(kind, path=None):
     lock file next to the venv.
     """
     requirements, executable = SERVERS[kind]
+    if kind == 'cloud':
+        requirements = requirements + own_requirements()
     path = os.path.abspath(path or default_path(kind))
     server = os.path.join(path, 'bin', executable)
     marker = os.path.join(path, MARKER)
@@ -71,6 +96,8 @@ def ensure_venv(kind, path=None):
         print('Building the %s server venv in %s' % (kind, path),
               file=sys.stderr)
         _build(path, requirements)
+        if kind == 'cloud':
+            _install_nova_shim(path)
         with open(marker, 'w') as f:
             f.write(wanted)
     return server
@@ -97,6 +124,25 @@ def _build(path, requirements):
                    '--python', python]
     subprocess.run(command + list(requirements), stdout=sys.stderr, env=env,
                    check=True)
+
+
+def own_requirements():
+    """ironic-multi's requirements (without extras), from its metadata."""
+    wanted = []
+    for requirement in metadata.requires('ironic-multi') or ():
+        if 'extra ==' not in requirement.replace('extra==', 'extra =='):
+            wanted.append(requirement)
+    return tuple(sorted(wanted))
+
+
+def _install_nova_shim(path):
+    python = os.path.join(path, 'bin', 'python')
+    virt = subprocess.run(
+        [python, '-c', 'import nova.virt, os; '
+         'print(os.path.dirname(nova.virt.__file__))'],
+        capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(virt, 'ironic_multi.py'), 'w') as f:
+        f.write(NOVA_SHIM)
 
 
 def _uv():

@@ -21,6 +21,7 @@ from unittest import mock
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova import exception as nova_exception
+from nova import objects
 import pytest
 
 from ironic_multi._reservation.providers import base
@@ -313,9 +314,10 @@ def test_failed_spawn_cleanup_never_raises(drv, reserver):
 
 # -- rebuild ----------------------------------------------------------------
 
-def rebuild(drv, instance=None, **kwargs):
+def rebuild(drv, instance=None, bdms=(), **kwargs):
     drv.rebuild(None, instance or fakes.instance(), fakes.image_meta(), [],
-                'secret', {}, [], None, None, **kwargs)
+                'secret', {}, objects.BlockDeviceMappingList(
+                    objects=list(bdms)), None, None, **kwargs)
 
 
 def test_rebuild_reimages_in_place(drv, reserver):
@@ -366,11 +368,28 @@ def test_rebuild_with_an_invalid_flavor(drv, reserver):
     assert reserver.calls == []
 
 
+def test_rebuild_at_microversion_2_93_of_an_image_backed_server(
+        drv, reserver):
+    # Nova's API passes reimage_boot_volume=True for every rebuild from
+    # 2.93 on (the openstack client's default); only a boot volume is
+    # the compute manager's business.
+    reserver.hold()
+    inst = fakes.instance(task_state=task_states.REBUILDING)
+    rebuild(drv, inst, bdms=[objects.BlockDeviceMapping(
+        boot_index=0, source_type='image', destination_type='local')],
+        reimage_boot_volume=True)
+    assert reserver.names() == ['rebuild']
+    assert inst.task_state == task_states.REBUILD_SPAWNING
+
+
 def test_rebuild_of_a_boot_volume_is_refused(drv, reserver):
     reserver.hold()
     inst = fakes.instance(task_state=task_states.REBUILDING)
     with pytest.raises(nova_exception.NovaException) as e:
-        rebuild(drv, inst, reimage_boot_volume=True)
+        rebuild(drv, inst, bdms=[objects.BlockDeviceMapping(
+            boot_index=0, source_type='volume', destination_type='volume',
+            volume_id='b0a7f1e2-0000-4000-8000-000000000001')],
+            reimage_boot_volume=True)
     assert 'boot volume' in str(e.value)
     assert reserver.calls == []
     assert not inst.save.called

@@ -1,0 +1,710 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The cloud fixture: every service its own process, started in order."""
+
+import collections
+import concurrent.futures
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+
+import fixtures
+import requests
+import yaml
+
+from ironic_multi.testing import _net
+from ironic_multi.testing import _process
+from ironic_multi.testing.cloud import glance
+from ironic_multi.testing.cloud import ironic as cloud_ironic
+from ironic_multi.testing.cloud import neutron
+from ironic_multi.testing.cloud import nova
+from ironic_multi.testing.cloud import overlay
+from ironic_multi.testing.cloud import placement
+from ironic_multi.testing.cloud import process
+from ironic_multi.testing.cloud import rabbitmq
+from ironic_multi.testing import coordination
+from ironic_multi.testing import ironic_nodes
+from ironic_multi.testing import ironic_server
+from ironic_multi.testing import keystone_server
+from ironic_multi.testing import venvs
+
+LOG = logging.getLogger(__name__)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The databases of the cloud's own services (Keystone and Ironic make
+# theirs).
+DATABASES = ('nova_api', 'nova_cell0', 'nova_cell1', 'placement', 'glance',
+             'neutron')
+# Service users in project "service", devstack's way.
+SERVICE_USERS = ('placement', 'glance', 'neutron')
+DEMO = 'demo'
+# Names in clouds.yaml.
+ADMIN_CLOUD, DEMO_CLOUD, SYSTEM_CLOUD = 'admin', 'demo', 'system-admin'
+# Seconds one setup command (a database migration...) may take.
+COMMAND_TIMEOUT = 600
+# Seconds the computes may take to register and report capacity.
+COMPUTE_TIMEOUT = 120
+COMPUTE_BINARY = 'nova-compute'
+# Nova API microversion of the fixture's own requests (2.37: networks
+# "none").
+NOVA_MICROVERSION = '2.95'
+# Seconds a server may take to become ACTIVE or ERROR.
+SETTLE_TIMEOUT = 300
+SETTLED = ('ACTIVE', 'ERROR')
+# ironic-multi-manage from the code under test (it is not installed in the
+# cloud venv, see overlay.py).
+MANAGE = ('import sys; from ironic_multi.cmd import manage; '
+          'sys.exit(manage.main(sys.argv[1:]))')
+# The last one without extra spec validation.
+EXTRA_SPECS_MICROVERSION = '2.85'
+
+
+class CloudError(process.ServiceError):
+    pass
+
+
+class Cloud(fixtures.Fixture):
+    """A whole OpenStack cloud on this machine, one process per service.
+
+    :param computes: nova-compute processes (hosts ``compute-1``...).
+    :param nodes: Ironic nodes of the default fleet (ignored when
+        ``layout`` is given).
+    :param layout: a :class:`ironic_multi._sandbox.fleet.Layout`.
+    :param debug: ``debug = true`` in every service's configuration.
+    :param db_kind: ``mysql`` (MariaDB; the default: Neutron's migrations
+        support no other any more) or ``postgresql`` (for Keystone and
+        Ironic only; the others stay on MariaDB).
+    :param log_dir: where the services' logs go; kept after cleanup
+        (by default a directory in the cloud's, removed with it).
+    :param nova_options: ``{section: {option: value}}`` for every
+        ``nova.conf``; ``compute_options`` for the computes' only.
+    :param takeover_down_after, membership_timeout, pool_refresh_interval:
+        the computes' ``[ironic_multi]`` options.
+    :param report_interval, service_down_time, rpc_response_timeout:
+        Nova's options (short: the tests wait for Nova to see a service
+        down).
+    :param instance_build_timeout: Nova's, on the computes: a build
+        stuck in BUILD (its RPC messages lost) is set to ERROR after it.
+    :param deploy_delay: seconds each step of a fake deploy or teardown
+        takes in Ironic (``[fake] deploy_delay``): a build lasts long
+        enough to be interrupted.  Fake deploys end powered on, as real
+        ones do.
+
+    After setUp:
+
+    ``clouds_yaml``
+        a clouds.yaml with the clouds ``admin`` (project admin),
+        ``demo`` (a member of project demo) and ``system-admin``
+        (system scope, for Ironic); :meth:`openstack` runs the client on
+        it, :meth:`connection` gives an openstacksdk connection.
+    ``services``
+        ``{name: Service}`` of every process the fixture runs itself
+        (rabbitmq, placement, nova-api, nova-conductor, nova-scheduler,
+        glance-api, neutron-api, nova-compute-N); Keystone, Ironic and
+        etcd are ``keystone``, ``ironic_server`` and ``etcd``.
+    ``computes``
+        the compute hosts, in order.
+    ``ironic``
+        node helpers on Ironic as its system administrator.
+    ``layout``, ``node_groups``
+        the fleet, and ``{node uuid: group name}``.
+    ``flavors``, ``image_id``, ``network_id``
+        what was created (``network_id`` None when the flat network
+        could not be made).
+    ``start_seconds``, ``phases``
+        how long the start took, in all and per phase.
+    """
+
+    WSGI = os.path.join(HERE, '_wsgi.py')
+
+    def __init__(self, computes=3, nodes=24, layout=None, debug=False,
+                 db_kind=None, log_dir=None, nova_options=None,
+                 compute_options=None, takeover_down_after=5,
+                 membership_timeout=20, pool_refresh_interval=2,
+                 report_interval=2, service_down_time=10,
+                 rpc_response_timeout=30, update_resources_interval=5,
+                 deploy_delay='1', instance_build_timeout=60, venv=None):
+        super().__init__()
+        self.initial_computes = computes
+        self.layout = layout or cloud_ironic.default_layout(nodes, computes)
+        self.debug = debug
+        self.db_kind = db_kind or 'mysql'
+        self.requested_log_dir = log_dir
+        self.nova_options = nova_options or {}
+        self.compute_options = compute_options or {}
+        self.takeover_down_after = takeover_down_after
+        self.membership_timeout = membership_timeout
+        self.pool_refresh_interval = pool_refresh_interval
+        self.report_interval = report_interval
+        self.service_down_time = service_down_time
+        self.rpc_response_timeout = rpc_response_timeout
+        self.update_resources_interval = update_resources_interval
+        self.venv_dir = venv
+        self.deploy_delay = deploy_delay
+        self.instance_build_timeout = instance_build_timeout
+        self.services = collections.OrderedDict()
+        self.computes = []
+        self.databases = {}
+        self.accounts = {}
+        self.phases = collections.OrderedDict()
+        self.flavors = {}
+        self.node_groups = {}
+        self.image_id = self.network_id = None
+        self.base_dir = self.log_dir = self.clouds_yaml = None
+        self.start_seconds = self.stop_seconds = None
+        self._db_python = None
+        self._next_compute = 1
+        self._connections = {}
+
+    # -- start ------------------------------------------------------------
+
+    def _setUp(self):
+        started = time.monotonic()
+        _process._install_safety_net()
+        _process._LIVE.add(self)
+        self.addCleanup(self._release)
+        self._phase('directories')
+        server = venvs.ensure_venv('cloud', self.venv_dir)
+        self.venv = os.path.dirname(os.path.dirname(server))
+        self.python = os.path.join(self.venv, 'bin', 'python')
+        self.base_dir = tempfile.mkdtemp(prefix='ironic-multi-cloud-')
+        self.log_dir = self.requested_log_dir or os.path.join(
+            self.base_dir, 'logs')
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.overlay = overlay.make(os.path.join(self.base_dir, 'overlay'))
+        self.coordination_group = 'cloud-%s' % uuid.uuid4().hex[:8]
+        ports = {name: _net.free_port() for name in (
+            'placement', 'nova-api', 'glance-api', 'neutron-api')}
+
+        self._phase('rabbitmq, etcd, keystone, databases')
+        rabbit = self._add(rabbitmq.make_service(self.base_dir,
+                                                 self.log_dir))
+        rabbit.start(wait=False)
+        self.transport_url = rabbit.transport_url
+        self.etcd = self.useFixture(coordination.EtcdServer())
+        self.coordination_url = self.etcd.url
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            databases = pool.map(self._create_database, DATABASES)
+            self.keystone = self.useFixture(keystone_server.KeystoneServer(
+                db_kind=self.db_kind))
+            list(databases)
+
+        self._phase('keystone accounts and catalog')
+        self._create_accounts(ports)
+        self._write_clouds_yaml()
+
+        self._phase('configuration, schemas, ironic, nodes')
+        confs = {
+            'nova': nova.control_config(self),
+            'placement': placement.write_config(self),
+            'glance': glance.write_config(self, ports['glance-api']),
+            'neutron': neutron.write_config(self),
+        }
+        syncs = concurrent.futures.ThreadPoolExecutor(4)
+        try:
+            pending = [syncs.submit(nova.setup_cells, self, confs['nova']),
+                       syncs.submit(placement.sync, self,
+                                    confs['placement']),
+                       syncs.submit(glance.sync, self, confs['glance']),
+                       syncs.submit(neutron.sync, self, confs['neutron'])]
+            # Ironic dies with the thread that started it: this one.
+            self.ironic_server = self.useFixture(
+                ironic_server.IronicServer(
+                    db_kind=self.db_kind, keystone=self.keystone,
+                    deploy_powers_on=True, deploy_delay=self.deploy_delay,
+                    glance=True))
+            self.keystone.add_endpoint('baremetal', 'ironic',
+                                       self.ironic_server.endpoint)
+            # Before Keystone, Ironic and etcd stop: the computes leave
+            # the ring and finish their work first.
+            self.addCleanup(self._stop_services)
+            self.ironic = ironic_nodes.admin_nodes(self.ironic_server)
+            self.node_groups = cloud_ironic.enroll(self.ironic, self.layout)
+            for future in pending:
+                future.result()
+        finally:
+            syncs.shutdown(wait=True, cancel_futures=True)
+
+        self._phase('control services')
+        self.nova_conf = confs['nova']
+        controls = [
+            placement.service(self, confs['placement'], ports['placement']),
+            nova.api_service(self, confs['nova'], ports['nova-api']),
+            glance.service(self, confs['glance'], ports['glance-api']),
+            neutron.service(self, confs['neutron'], ports['neutron-api']),
+            nova.binary_service(self, 'nova-conductor', confs['nova']),
+            nova.binary_service(self, 'nova-scheduler', confs['nova']),
+        ]
+        for service in controls:
+            self._add(service).start(wait=False)
+        rabbit.wait_ready()
+        for service in controls:
+            service.wait_ready()
+
+        self._phase('computes')
+        for _ in range(self.initial_computes):
+            self.add_compute(wait=False)
+        self.wait_for_computes(self.computes)
+        nova.discover_hosts(self, self.nova_conf)
+
+        self._phase('flavors, image, network')
+        self._create_resources()
+        self._phase('capacity in placement')
+        self.wait_for_capacity()
+        self._phase(None)
+        self.start_seconds = time.monotonic() - started
+        LOG.info('Cloud ready in %.1f s (%s); RSS %.0f MiB',
+                 self.start_seconds,
+                 ', '.join('%s %.1f s' % item for item in self.phases.items()),
+                 self.rss() / 2 ** 20)
+
+    def _phase(self, name):
+        now = time.monotonic()
+        current = getattr(self, '_current_phase', None)
+        if current is not None:
+            self.phases[current[0]] = round(now - current[1], 1)
+        self._current_phase = (name, now) if name else None
+
+    def _add(self, service):
+        self.services[service.name] = service
+        return service
+
+    def _create_database(self, label):
+        # Neutron 29's migrations are MySQL's only (ALTER TABLE ... CONVERT
+        # TO CHARACTER SET fails on PostgreSQL).
+        kind = 'mysql'
+        name = _process.database_name(label)
+        self._db_python = self.python
+        _process.reaper().watch_database(self.python, kind, name)
+        self._db_created = getattr(self, '_db_created', [])
+        self._db_created.append((kind, name))
+        self.databases[label] = _process.create_database(
+            self.python, kind, name, error=CloudError)
+
+    def _create_accounts(self, ports):
+        keystone = self.keystone
+        self.accounts['nova'] = keystone.nova
+        for name in SERVICE_USERS:
+            self.accounts[name] = keystone.add_user(
+                name, keystone_server.SERVICE_PROJECT,
+                roles=('admin', 'service'))
+        self.accounts[DEMO] = keystone.add_user(DEMO, DEMO,
+                                                roles=('member', 'reader'))
+        catalog = (
+            ('placement', 'placement', 'http://127.0.0.1:%d'
+             % ports['placement']),
+            ('compute', 'nova', 'http://127.0.0.1:%d/v2.1'
+             % ports['nova-api']),
+            ('image', 'glance', 'http://127.0.0.1:%d' % ports['glance-api']),
+            ('network', 'neutron', 'http://127.0.0.1:%d'
+             % ports['neutron-api']),
+        )
+        for service_type, name, url in catalog:
+            keystone.add_endpoint(service_type, name, url)
+
+    def _write_clouds_yaml(self):
+        keystone = self.keystone
+
+        def entry(creds, **scope):
+            auth = {'auth_url': keystone.auth_url,
+                    'username': creds.username, 'password': creds.password,
+                    'user_domain_name': creds.user_domain_name}
+            if scope:
+                auth.update(scope)
+            else:
+                auth.update(project_name=creds.project_name,
+                            project_domain_name=creds.project_domain_name)
+            return {'auth': auth, 'region_name': keystone.region,
+                    'identity_api_version': 3, 'interface': 'public'}
+
+        clouds = {
+            ADMIN_CLOUD: entry(keystone.admin),
+            DEMO_CLOUD: entry(self.accounts[DEMO]),
+            SYSTEM_CLOUD: entry(keystone.admin, system_scope='all'),
+        }
+        self.clouds_yaml = os.path.join(self.base_dir, 'clouds.yaml')
+        with open(self.clouds_yaml, 'w') as f:
+            yaml.safe_dump({'clouds': clouds}, f, default_flow_style=False)
+
+    def _create_resources(self):
+        admin = self.connection(ADMIN_CLOUD)
+        for flavor in self.layout.flavors:
+            created = admin.compute.create_flavor(
+                name=flavor.name, ram=4096, vcpus=2, disk=40,
+                is_public=True)
+            # Microversion 2.86 and later reject "capabilities:boot_mode"
+            # (Nova validates the capabilities: namespace against its own
+            # host state fields, not Ironic's); 2.85 accepts it, as
+            # "openstack --os-compute-api-version 2.85 flavor set" does.
+            admin.compute.post(
+                '/flavors/%s/os-extra_specs' % created.id,
+                json={'extra_specs': flavor.extra_specs},
+                microversion=EXTRA_SPECS_MICROVERSION).raise_for_status()
+            self.flavors[flavor.name] = created.id
+        image = admin.image.create_image(
+            name=glance.IMAGE_NAME, data=glance.IMAGE_DATA,
+            disk_format='raw', container_format='bare',
+            visibility='public', wait=True)
+        self.image_id = image.id
+        self.network_id = self._create_network(admin)
+
+    def _create_network(self, admin):
+        """A shared flat network on physnet1, or None (logged)."""
+        try:
+            network = admin.network.create_network(
+                name='baremetal', shared=True,
+                provider_network_type='flat',
+                provider_physical_network=neutron.PHYSNET)
+            admin.network.create_subnet(
+                network_id=network.id, name='baremetal-subnet',
+                ip_version=4, cidr='192.0.2.0/24', enable_dhcp=False)
+        except Exception as e:  # a report, not a failure of the cloud
+            LOG.warning('No flat network: %s', e)
+            return None
+        return network.id
+
+    # -- computes ---------------------------------------------------------
+
+    def add_compute(self, host=None, wait=True):
+        """Start one more nova-compute; returns its host name.
+
+        With ``wait``, until Nova reports it up and ``nova-manage
+        cell_v2 discover_hosts`` has mapped it, as an operator scaling
+        out does.
+        """
+        if host is None:
+            host = 'compute-%d' % self._next_compute
+            self._next_compute += 1
+        conf = nova.compute_config(self, host)
+        service = nova.binary_service(self, COMPUTE_BINARY, conf,
+                                      name=self.compute_service(host))
+        service.host = host
+        self._add(service).start(wait=False)
+        self.computes.append(host)
+        if wait:
+            self.wait_for_computes([host])
+            nova.discover_hosts(self, self.nova_conf)
+        return host
+
+    @staticmethod
+    def compute_service(host):
+        """The name of a compute host's service in :attr:`services`."""
+        return '%s-%s' % (COMPUTE_BINARY, host)
+
+    def remove_compute(self, host):
+        """Stop a compute's process and forget it (no Nova changes).
+
+        The scale-in runbook (force down, adopt, ``compute service
+        delete``) is the caller's: see doc/source/cloud.rst.
+        """
+        service = self.services.pop(self.compute_service(host))
+        service.stop()
+        self.computes.remove(host)
+        return service
+
+    def nova_services(self, binary=COMPUTE_BINARY):
+        """``{host: service}`` as Nova's API reports them."""
+        admin = self.connection(ADMIN_CLOUD)
+        return {s.host: s for s in admin.compute.services()
+                if s.binary == binary}
+
+    def wait_for_computes(self, hosts, state='up', timeout=COMPUTE_TIMEOUT):
+        """Until Nova reports every host's nova-compute ``state``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            known = self.nova_services()
+            missing = [h for h in hosts
+                       if h not in known or known[h].state != state]
+            if not missing:
+                return
+            for host in missing:
+                service = self.services.get(self.compute_service(host))
+                if state == 'up' and service and not service.running:
+                    raise CloudError('%s exited: %s' % (
+                        service.name, service.log_tail()))
+            if time.monotonic() > deadline:
+                raise CloudError('Computes not %s after %d s: %s' % (
+                    state, timeout, ', '.join(missing)))
+            time.sleep(0.5)
+
+    def wait_for_capacity(self, hosts=None, timeout=COMPUTE_TIMEOUT):
+        """Until each compute's provider has every resource class."""
+        wanted = {'CUSTOM_%s' % rc.upper()
+                  for rc in self.layout.resource_classes()}
+        deadline = time.monotonic() + timeout
+        while True:
+            inventories = self.provider_inventories()
+            short = [h for h in (hosts or self.computes)
+                     if not wanted <= set(inventories.get(h, {}))]
+            if not short:
+                return inventories
+            if time.monotonic() > deadline:
+                raise CloudError('No %s inventory on %s after %d s' % (
+                    ', '.join(sorted(wanted)), ', '.join(short), timeout))
+            time.sleep(1)
+
+    def provider_inventories(self):
+        """``{provider name: {resource class: inventory}}`` in placement."""
+        placement = self.connection(ADMIN_CLOUD).placement
+        result = {}
+        for provider in placement.resource_providers():
+            result[provider.name] = {
+                inv.resource_class: inv for inv in
+                placement.resource_provider_inventories(provider)}
+        return result
+
+    # -- servers and nodes --------------------------------------------------
+
+    def wait_for_servers(self, server_ids, timeout=SETTLE_TIMEOUT,
+                         settled=SETTLED, poll=0.5):
+        """Until every server's status is in ``settled`` with no task.
+
+        Polls Nova's API (all projects) through openstacksdk.  Returns
+        ``{server id: server}``; raises CloudError after ``timeout``
+        seconds with the states of the others.
+        """
+        compute = self.connection(ADMIN_CLOUD).compute
+        pending = set(server_ids)
+        done = {}
+        deadline = time.monotonic() + timeout
+        while pending:
+            for server_id in list(pending):
+                server = compute.get_server(server_id)
+                if server.status in settled and not server.task_state:
+                    done[server_id] = server
+                    pending.discard(server_id)
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                states = collections.Counter(
+                    (s.status, s.task_state) for s in
+                    map(compute.get_server, pending))
+                raise CloudError('%d servers not %s after %d s: %s' % (
+                    len(pending), '/'.join(settled), timeout, dict(states)))
+            time.sleep(poll)
+        return done
+
+    def wait_for_deleted(self, server_ids, timeout=SETTLE_TIMEOUT,
+                         poll=0.5):
+        """Until Nova knows none of the servers."""
+        compute = self.connection(ADMIN_CLOUD).compute
+        deadline = time.monotonic() + timeout
+        pending = set(server_ids)
+        while pending:
+            pending = {i for i in pending
+                       if compute.find_server(i, ignore_missing=True,
+                                              all_projects=True)}
+            if pending and time.monotonic() > deadline:
+                raise CloudError('%d servers not deleted after %d s'
+                                 % (len(pending), timeout))
+            if pending:
+                time.sleep(poll)
+
+    def held_nodes(self):
+        """``{instance uuid: [node uuid, ...]}`` of the associated nodes."""
+        held = collections.defaultdict(list)
+        for node in self.ironic.list_nodes():
+            if node['instance_uuid']:
+                held[node['instance_uuid']].append(node['uuid'])
+        return dict(held)
+
+    def manage(self, *args, host=None):
+        """Run ``ironic-multi-manage ARGS -f json``; returns its output.
+
+        With a compute's configuration (the first compute's by default).
+        """
+        conf = nova.compute_config_path(self, host or self.computes[0])
+        output = self.run([self.python, '-c', MANAGE, '--config-file',
+                           conf] + [str(a) for a in args] + ['-f', 'json'])
+        return json.loads(output)
+
+    # -- processes --------------------------------------------------------
+
+    def service(self, name):
+        try:
+            return self.services[name]
+        except KeyError:
+            raise CloudError('No service %r; the cloud runs %s' % (
+                name, ', '.join(self.services)))
+
+    def stop(self, name, timeout=None):
+        """SIGTERM a service (SIGKILL after a timeout); returns its code."""
+        return self.service(name).stop(timeout)
+
+    def start(self, name, wait=True):
+        return self.service(name).start(wait=wait)
+
+    def restart(self, name, wait=True):
+        return self.service(name).restart(wait=wait)
+
+    def kill(self, name, signum=signal.SIGKILL):
+        """Send any signal; for SIGKILL and SIGTERM, wait for the exit."""
+        service = self.service(name)
+        if signum in (signal.SIGKILL, signal.SIGTERM):
+            return service.kill(signum)
+        service.send_signal(signum)
+        return None
+
+    def pids(self):
+        """``{name: pid}`` of every process group of the cloud."""
+        pids = {name: s.pid for name, s in self.services.items()
+                if s.running}
+        for name, fixture in (('keystone', getattr(self, 'keystone', None)),
+                              ('ironic', getattr(self, 'ironic_server',
+                                                 None)),
+                              ('etcd', getattr(self, 'etcd', None))):
+            if fixture is not None and fixture.pid:
+                pids[name] = fixture.pid
+        return pids
+
+    def rss(self, per_process=False):
+        """Resident memory of the whole cloud in bytes.
+
+        Every process of every group summed; ``per_process``: ``{name:
+        bytes}``.
+        """
+        sizes = {name: process.group_rss(pid)
+                 for name, pid in self.pids().items()}
+        return sizes if per_process else sum(sizes.values())
+
+    # -- clients ----------------------------------------------------------
+
+    def env(self):
+        """The environment of the cloud's processes and commands."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ('PYTHONPATH', 'VIRTUAL_ENV', 'PYTHONHOME')
+               and not k.startswith('OS_')}
+        env['PATH'] = os.path.join(self.venv, 'bin') + os.pathsep + env.get(
+            'PATH', '/usr/bin:/bin')
+        # The code under test, before the venv's site-packages.
+        env['PYTHONPATH'] = self.overlay
+        return env
+
+    def bin(self, name):
+        return os.path.join(self.venv, 'bin', name)
+
+    def run(self, argv, timeout=COMMAND_TIMEOUT, env=None):
+        """Run a command of the venv; its output goes to the log dir."""
+        log_path = os.path.join(self.log_dir, 'commands.log')
+        result = subprocess.run(argv, capture_output=True, text=True,
+                                env=env or self.env(), timeout=timeout)
+        with open(log_path, 'a') as log:
+            log.write('$ %s\n%s%s(exit %d)\n' % (' '.join(argv),
+                                                 result.stdout,
+                                                 result.stderr,
+                                                 result.returncode))
+        if result.returncode:
+            raise CloudError('%s exited with %d:\n%s' % (
+                ' '.join(os.path.basename(a) for a in argv[:4]),
+                result.returncode, (result.stderr or result.stdout)[-3000:]))
+        return result.stdout
+
+    def client_env(self, cloud=DEMO_CLOUD):
+        """The environment of ``openstack`` as ``cloud`` of clouds.yaml."""
+        return dict(self.env(), OS_CLIENT_CONFIG_FILE=self.clouds_yaml,
+                    OS_CLOUD=cloud)
+
+    def openstack(self, *args, cloud=DEMO_CLOUD, parse=True,
+                  timeout=COMMAND_TIMEOUT):
+        """Run ``openstack ARGS`` (python-openstackclient) as ``cloud``.
+
+        With ``parse``, ``-f json`` is added and the output parsed.
+        """
+        argv = [self.bin('openstack')] + [str(a) for a in args]
+        if parse:
+            argv += ['-f', 'json']
+        output = self.run(argv, timeout=timeout,
+                          env=self.client_env(cloud))
+        if not parse or not output.strip():
+            return output
+        # "server rebuild --wait" says "Complete" before its JSON.
+        starts = [i for i in (output.find('{'), output.find('[')) if i >= 0]
+        return json.loads(output[min(starts):] if starts else output)
+
+    def connection(self, cloud=ADMIN_CLOUD):
+        """An openstacksdk connection of this process, by cloud name."""
+        if cloud not in self._connections:
+            import openstack.config
+            import openstack.connection
+
+            config = openstack.config.OpenStackConfig(
+                config_files=[self.clouds_yaml])
+            region = config.get_one(
+                cloud=cloud, compute_api_version=NOVA_MICROVERSION)
+            self._connections[cloud] = openstack.connection.Connection(
+                config=region)
+        return self._connections[cloud]
+
+    @staticmethod
+    def http_ready(port, path='/'):
+        """A ready() that GETs ``path``: any answer below 500 will do."""
+        url = 'http://127.0.0.1:%d%s' % (port, path)
+        return lambda: requests.get(url, timeout=5).status_code < 500
+
+    # -- stop ---------------------------------------------------------------
+
+    def _stop_services(self):
+        """Stop the processes, each group in parallel.
+
+        The computes first (they leave the ring and finish their work
+        while the rest still serves), then the control services, then the
+        broker.
+        """
+        started = time.monotonic()
+        services = list(self.services.values())
+        waves = (
+            [s for s in services if s.kind == COMPUTE_BINARY],
+            [s for s in services
+             if s.kind not in (COMPUTE_BINARY, 'rabbitmq')],
+            [s for s in services if s.kind == 'rabbitmq'],
+        )
+        for wave in waves:
+            with concurrent.futures.ThreadPoolExecutor(
+                    max(1, len(wave))) as pool:
+                for service, future in zip(wave, [pool.submit(s.stop)
+                                                  for s in wave]):
+                    try:
+                        future.result()
+                    except Exception:
+                        LOG.exception('Could not stop %s', service.name)
+        self.services.clear()
+        if services:
+            self.stop_seconds = time.monotonic() - started
+
+    def _release(self):
+        """Stop every process, drop the databases, remove the files.
+
+        Idempotent: it runs from the clean-up, atexit and signal handlers.
+        """
+        self._stop_services()
+        for kind, name in getattr(self, '_db_created', []):
+            try:
+                _process.drop_database(self._db_python, kind, name,
+                                       error=CloudError)
+                _process.reaper().forget_database(kind, name)
+            except CloudError as e:
+                LOG.warning('Could not drop database %s: %s', name, e)
+        self._db_created = []
+        if self.base_dir:
+            # The logs stay when they were asked for somewhere else.
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+            self.base_dir = None
+        _process._LIVE.discard(self)

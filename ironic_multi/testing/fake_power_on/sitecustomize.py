@@ -1,0 +1,74 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Make Ironic's fake deploy end with the node powered on.
+
+A real deploy ends with the instance running: the agent reboots the node
+into it.  Ironic's ``fake`` deploy interface leaves the power as it was
+(off), so Nova records the new server as shut down and its power state
+sync stops it a moment later.  Only
+:class:`~ironic_multi.testing.ironic_server.IronicServer` with
+``deploy_powers_on`` puts this directory on the PYTHONPATH of the Ironic
+it starts (the multi-process cloud does, for servers that stay ACTIVE).
+
+The patch is applied when Ironic imports its fake driver module, not
+here: importing Ironic this early would come before its own start-up.
+"""
+
+import importlib.abc
+import importlib.machinery
+import sys
+
+MODULE = 'ironic.drivers.modules.fake'
+
+
+def _patch(module):
+    original = module.FakeDeploy.deploy
+
+    def deploy(self, task):
+        result = original(self, task)
+        from ironic.common import states
+        from ironic.conductor import utils as manager_utils
+        manager_utils.node_power_action(task, states.POWER_ON)
+        return result
+
+    deploy.__wrapped__ = original
+    # Keep the deploy step's metadata (priority, arguments).
+    deploy.__dict__.update(original.__dict__)
+    module.FakeDeploy.deploy = deploy
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _patch(module)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = _Loader(spec.loader)
+        return spec
+
+
+sys.meta_path.insert(0, _Finder())

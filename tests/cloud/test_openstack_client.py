@@ -1,0 +1,194 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The cloud through the ``openstack`` client, as an operator and a user.
+
+Every command is python-openstackclient (with osc-placement) run as a
+subprocess against the multi-process cloud; Ironic is checked on the
+side, as its administrator.
+"""
+
+import collections
+
+from ironic_multi._sandbox import fleet
+from ironic_multi.testing.cloud import cloud as cloud_mod
+
+ADMIN = cloud_mod.ADMIN_CLOUD
+SYSTEM = cloud_mod.SYSTEM_CLOUD
+
+
+def boot(cloud, name, flavor, *extra, wait=True):
+    args = ['server', 'create', '--flavor', flavor, '--image', 'cirros',
+            '--nic', 'none', name] + list(extra)
+    if wait:
+        args.append('--wait')
+    return cloud.openstack(*args)
+
+
+def node_of(cloud, server_id):
+    nodes = cloud.ironic.list_nodes(
+        fields=('uuid', 'instance_uuid', 'provision_state', 'power_state',
+                'traits', 'properties', 'resource_class'),
+        instance_uuid=server_id)
+    assert len(nodes) <= 1, nodes
+    return nodes[0] if nodes else None
+
+
+def test_compute_service_list(cloud):
+    services = cloud.openstack('compute', 'service', 'list', cloud=ADMIN)
+    by_binary = collections.defaultdict(list)
+    for service in services:
+        by_binary[service['Binary']].append(service)
+    computes = by_binary['nova-compute']
+    assert sorted(s['Host'] for s in computes) == sorted(cloud.computes)
+    assert {(s['Status'], s['State']) for s in computes} == {
+        ('enabled', 'up')}
+    for binary in ('nova-conductor', 'nova-scheduler'):
+        assert [s['State'] for s in by_binary[binary]] == ['up']
+
+
+def test_hypervisor_list_and_show(cloud):
+    hypervisors = cloud.openstack('hypervisor', 'list', cloud=ADMIN)
+    # One compute node per service, named after its host.
+    assert sorted(h['Hypervisor Hostname'] for h in hypervisors) == sorted(
+        cloud.computes)
+    assert {h['Hypervisor Type'] for h in hypervisors} == {'ironic'}
+    shown = cloud.openstack('hypervisor', 'show', cloud.computes[0],
+                            cloud=ADMIN)
+    assert shown['hypervisor_hostname'] == cloud.computes[0]
+    assert shown['service_host'] == cloud.computes[0]
+    assert shown['state'] == 'up'
+
+
+def test_inventory_equals_ironic(cloud):
+    """Each compute reports every Ironic node of each class as its total."""
+    counts = collections.Counter(
+        'CUSTOM_' + node['resource_class'].upper()
+        for node in cloud.ironic.list_nodes(fields=('uuid',
+                                                    'resource_class')))
+    providers = {p['name']: p['uuid'] for p in cloud.openstack(
+        'resource', 'provider', 'list', cloud=ADMIN)}
+    assert sorted(providers) == sorted(cloud.computes)
+    for host, provider in providers.items():
+        inventory = cloud.openstack('resource', 'provider', 'inventory',
+                                    'list', provider, cloud=ADMIN)
+        totals = {row['resource_class']: row['total'] for row in inventory}
+        assert totals == dict(counts), host
+        for row in inventory:
+            assert 0 <= row['reserved'] <= row['total'], (host, row)
+            assert row['max_unit'] == 1, (host, row)
+
+
+def test_server_lifecycle_with_trait_and_capability(cloud, servers):
+    """Boot by trait and by capability, then every action.
+
+    List, show, reboot, stop, start, rebuild, delete, each checked on
+    both sides.
+    """
+    gpu = boot(cloud, 'gpu-1', 'gold-gpu')
+    uefi = boot(cloud, 'uefi-1', 'silver-uefi')
+    servers.extend([gpu['id'], uefi['id']])
+    assert (gpu['status'], uefi['status']) == ('ACTIVE', 'ACTIVE')
+    gpu_node = node_of(cloud, gpu['id'])
+    assert fleet.GPU_TRAIT in gpu_node['traits']
+    assert gpu_node['resource_class'] == 'gold'
+    uefi_node = node_of(cloud, uefi['id'])
+    assert 'boot_mode:uefi' in uefi_node['properties']['capabilities']
+    assert (gpu_node['provision_state'], uefi_node['provision_state']) == (
+        'active', 'active')
+
+    listed = {s['ID']: s for s in cloud.openstack('server', 'list')}
+    assert {gpu['id'], uefi['id']} <= set(listed)
+    assert listed[gpu['id']]['Status'] == 'ACTIVE'
+    shown = cloud.openstack('server', 'show', gpu['id'], cloud=ADMIN)
+    assert shown['OS-EXT-SRV-ATTR:hypervisor_hostname'] in cloud.computes
+
+    cloud.openstack('server', 'reboot', '--wait', gpu['id'], parse=False)
+    assert node_of(cloud, gpu['id'])['power_state'] == 'power on'
+
+    cloud.openstack('server', 'stop', gpu['id'], parse=False)
+    stopped = cloud.wait_for_servers([gpu['id']], settled=('SHUTOFF',))
+    assert stopped[gpu['id']].power_state == 4  # Nova's SHUTDOWN
+    assert node_of(cloud, gpu['id'])['power_state'] == 'power off'
+    cloud.openstack('server', 'start', gpu['id'], parse=False)
+    cloud.wait_for_servers([gpu['id']], settled=('ACTIVE',))
+    assert node_of(cloud, gpu['id'])['power_state'] == 'power on'
+
+    # At the client's default microversion (Nova asks every rebuild from
+    # 2.93 on to re-image a boot volume).
+    cloud.openstack('server', 'rebuild', '--image', 'cirros', '--wait',
+                    gpu['id'], parse=False)
+    # What the client prints is the server as the request left it.
+    assert cloud.openstack('server', 'show', gpu['id'])['status'] == (
+        'ACTIVE')
+    after = node_of(cloud, gpu['id'])
+    assert (after['uuid'], after['provision_state']) == (
+        gpu_node['uuid'], 'active')
+
+    cloud.openstack('server', 'delete', '--wait', gpu['id'], uefi['id'],
+                    parse=False)
+    assert node_of(cloud, gpu['id']) is None
+    for node in (gpu_node, uefi_node):
+        cloud.ironic.wait_for_node(node['uuid'], provision_state='available',
+                                   instance_uuid=None)
+
+
+def test_burst_over_capacity(cloud, servers):
+    """More bronze servers than bronze nodes, in one request.
+
+    Each ends ACTIVE or ERROR, none hangs, no node is held twice.
+    """
+    nodes = cloud.layout.group('bronze').count
+    wanted = nodes + 2
+    cloud.openstack('server', 'create', '--flavor', 'bronze', '--image',
+                    'cirros', '--nic', 'none', '--min', wanted, '--max',
+                    wanted, 'burst', parse=False)
+    ids = [s['ID'] for s in cloud.openstack('server', 'list', '--name',
+                                            '^burst')]
+    servers.extend(ids)
+    assert len(ids) == wanted
+    settled = cloud.wait_for_servers(ids)
+    states = collections.Counter(s.status for s in settled.values())
+    assert states == {'ACTIVE': nodes, 'ERROR': wanted - nodes}, states
+    held = cloud.held_nodes()
+    for server_id, server in settled.items():
+        if server.status == 'ACTIVE':
+            assert len(held.get(server_id, ())) == 1, server_id
+        else:
+            assert server_id not in held, server_id
+    all_nodes = [n for ns in held.values() for n in ns]
+    assert len(all_nodes) == len(set(all_nodes))
+
+
+def test_boot_with_a_port_on_the_flat_network(cloud, servers):
+    """A port on the shared flat network works, unbound.
+
+    ML2 with networking-baremetal's mechanism driver: Neutron allocates
+    the port, the server is ACTIVE, the delete releases it.  Ironic's noop
+    network interface binds nothing (see doc/source/cloud.rst).
+    """
+    assert cloud.network_id is not None
+    server = cloud.openstack('server', 'create', '--flavor', 'silver',
+                             '--image', 'cirros', '--network', 'baremetal',
+                             '--wait', 'with-port')
+    servers.append(server['id'])
+    assert server['status'] == 'ACTIVE'
+    ports = cloud.openstack('port', 'list', '--device-id', server['id'],
+                            cloud=ADMIN)
+    assert len(ports) == 1
+    assert ports[0]['Fixed IP Addresses'][0]['ip_address'].startswith(
+        '192.0.2.')
+    cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
+    assert cloud.openstack('port', 'list', '--device-id', server['id'],
+                           cloud=ADMIN) == []

@@ -1,0 +1,159 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Process faults: a compute killed or stopped, the broker restarted.
+
+Bounds are generous for a loaded 2-core machine; the measured figures
+are printed and recorded in the JUnit report.
+"""
+
+import signal
+import time
+
+from ironic_multi.testing.cloud import cloud as cloud_mod
+from tests.cloud import faults
+
+ADMIN = cloud_mod.ADMIN_CLOUD
+# Seconds after the kill for the server to settle (the compute restarts
+# and Nova's init_host sets a build it interrupted to ERROR).
+KILL_BOUND = 120
+# Seconds from the start of cleanup_host to the ring without the host.
+LEAVE_BOUND = 2.0
+# Nova's log line just before it calls the driver's cleanup_host.
+CLEANUP_STARTS = 'Compute manager waiting up to'
+BURST = ('gold', 'gold', 'silver', 'silver', 'gold-gpu', 'silver-uefi')
+
+
+def test_sigkill_compute_in_the_middle_of_a_build(cloud, servers,
+                                                  record_property):
+    compute = cloud.connection(ADMIN).compute
+    caught = None
+    for attempt in range(3):
+        (server_id,) = faults.post_servers(cloud, ['gold'], 'killed')
+        servers.append(server_id)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            server = compute.get_server(server_id)
+            if server.task_state == 'spawning' and server.compute_host:
+                caught = server
+                break
+            if server.status in cloud_mod.SETTLED:
+                break
+            time.sleep(0.05)
+        if caught:
+            break
+    assert caught is not None, 'no build caught while spawning'
+    service = cloud.compute_service(caught.compute_host)
+    killed = time.monotonic()
+    cloud.kill(service, signal.SIGKILL)
+    # As an init system would.
+    cloud.start(service, wait=False)
+    settled = cloud.wait_for_servers([caught.id], timeout=KILL_BOUND)
+    seconds = time.monotonic() - killed
+    record_property('kill_to_settled_seconds', round(seconds, 1))
+    print('\nSIGKILL mid-build: %s after %.1f s'
+          % (settled[caught.id].status, seconds))
+    assert settled[caught.id].status in cloud_mod.SETTLED
+    # Nova's init_host sets an interrupted build to ERROR without a
+    # clean-up: the server keeps its node until it is deleted.
+    faults.assert_no_node_held_twice(cloud, settled, error_holds=True)
+    held = cloud.held_nodes().get(caught.id, [])
+    cloud.wait_for_computes(cloud.computes)
+    cloud.openstack('server', 'delete', '--wait', caught.id, cloud=ADMIN,
+                    parse=False)
+    assert caught.id not in cloud.held_nodes()
+    for node in held:
+        cloud.ironic.wait_for_node(node, provision_state='available',
+                                   instance_uuid=None)
+
+
+def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
+                                                 record_property):
+    """cleanup_host leaves the group; the instances are adopted later.
+
+    The shard keys move well before membership_timeout (what a crash
+    costs); the instances are adopted after takeover_down_after.
+    """
+    host = cloud.computes[-1]
+    server = cloud.openstack('server', 'create', '--flavor', 'silver',
+                             '--image', 'cirros', '--nic', 'none',
+                             '--host', host, '--wait', 'on-stopped',
+                             cloud=ADMIN)
+    servers.append(server['id'])
+    assert server['OS-EXT-SRV-ATTR:host'] == host
+    before = {row['Host']: set(row['Shard Keys'])
+              for row in cloud.manage('ring', 'show')}
+    assert set(before) == set(cloud.computes)
+    service = cloud.service(cloud.compute_service(host))
+    try:
+        with faults.RingWatch(cloud) as ring:
+            stopped = time.monotonic()
+            signalled = time.time()
+            service.send_signal(signal.SIGTERM)
+            left_at = ring.when('leave', host)
+        service.stop()
+        # Nova stops its RPC server first (seconds), then waits for the
+        # tasks in progress, then calls cleanup_host.
+        cleanup = faults.logged_at(service, CLEANUP_STARTS)
+        left, own = left_at - signalled, left_at - cleanup
+        after = {row['Host']: set(row['Shard Keys'])
+                 for row in cloud.manage('ring', 'show',
+                                         host=cloud.computes[0])}
+        record_property('sigterm_to_ring_leave_seconds', round(left, 2))
+        record_property('cleanup_host_to_ring_leave_seconds', round(own, 2))
+        print('\nSIGTERM: left the ring %.2f s after the signal, %.2f s '
+              'after cleanup_host began (membership_timeout %d s)'
+              % (left, own, cloud.membership_timeout))
+        assert own < LEAVE_BOUND
+        assert left < cloud.membership_timeout
+        assert host not in after
+        assert set().union(*after.values()) == set().union(
+            *before.values())
+
+        # Nova sees it down after service_down_time, the driver waits
+        # takeover_down_after more, then a live service adopts.
+        bound = (cloud.service_down_time + cloud.takeover_down_after
+                 + 4 * cloud.pool_refresh_interval + 30)
+        moved_at, hosts = faults.wait_until_moved(cloud, [server['id']],
+                                                  host, bound)
+        record_property('sigterm_to_adopted_seconds',
+                        round(moved_at - stopped, 1))
+        print('adopted by %s after %.1f s'
+              % (hosts[server['id']], moved_at - stopped))
+        node = cloud.ironic.list_nodes(instance_uuid=server['id'])
+        assert len(node) == 1 and node[0]['provision_state'] == 'active'
+        # Manageable on its new host.
+        cloud.openstack('server', 'reboot', '--wait', server['id'],
+                        cloud=ADMIN, parse=False)
+    finally:
+        if not service.running:
+            service.start(wait=False)
+        cloud.wait_for_computes([host])
+
+
+def test_rabbitmq_restart_during_a_burst(cloud, servers, record_property):
+    ids = faults.post_servers(cloud, BURST, 'rabbit')
+    servers.extend(ids)
+    started = time.monotonic()
+    cloud.restart('rabbitmq')
+    restart = time.monotonic() - started
+    settled = cloud.wait_for_servers(ids, timeout=240)
+    record_property('rabbitmq_restart_seconds', round(restart, 1))
+    record_property('burst_settled_seconds',
+                    round(time.monotonic() - started, 1))
+    print('\nRabbitMQ restarted in %.1f s; burst %s'
+          % (restart, dict(faults.statuses(settled))))
+    assert set(faults.statuses(settled)) <= set(cloud_mod.SETTLED)
+    faults.assert_no_node_held_twice(cloud, settled)
+    cloud.wait_for_computes(cloud.computes)

@@ -1,0 +1,105 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The multi-process cloud's plumbing, without any OpenStack service.
+
+Real processes (``sleep``, a Python child), no servers.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from ironic_multi.testing.cloud import config
+from ironic_multi.testing.cloud import overlay
+from ironic_multi.testing.cloud import process
+
+
+def test_render_and_merge():
+    sections = config.merge({'DEFAULT': {'debug': False, 'a': 1}},
+                            {'DEFAULT': {'a': 2}, 'x': {'l': ['p', 'q'],
+                                                        'none': None}})
+    assert config.render(sections) == (
+        '[DEFAULT]\ndebug = false\na = 2\n\n[x]\nl = p,q\n')
+
+
+def test_overlay_links_the_code_under_test(tmp_path):
+    directory = overlay.make(str(tmp_path / 'overlay'))
+    assert os.path.realpath(os.path.join(directory, 'ironic_multi')) == (
+        os.path.realpath(overlay.package_path()))
+    (info,) = [n for n in os.listdir(directory) if n.endswith('.dist-info')]
+    with open(os.path.join(directory, info, 'entry_points.txt')) as f:
+        assert 'ironic_multi.node_providers' in f.read()
+    with open(os.path.join(directory, info, 'METADATA')) as f:
+        assert 'Name: ironic-multi' in f.read()
+
+
+def test_service_start_signal_stop(tmp_path):
+    service = process.Service('sleeper', ['sleep', '60'], str(tmp_path),
+                              dict(os.environ))
+    service.start()
+    assert service.running and service.rss() > 0
+    service.send_signal(signal.SIGSTOP)
+    # stop() continues a stopped process before it terminates it.
+    assert service.stop(timeout=5) == -signal.SIGTERM
+    assert not service.running
+    service.start()
+    assert service.kill() == -signal.SIGKILL
+    assert 'starting sleep 60' in service.log_tail()
+
+
+def test_reaper_kills_the_groups_of_a_runner_killed_hard(tmp_path):
+    """What a service forks dies with a runner killed by SIGKILL.
+
+    The service (``sh``) dies with its parent by PR_SET_PDEATHSIG; the
+    ``sleep`` it forked does not, only the reaper kills it.
+    """
+    pid_file = tmp_path / 'pid'
+    script = textwrap.dedent('''
+        import os, sys, time
+        from ironic_multi.testing.cloud import process
+        service = process.Service(
+            'forker', ['sh', '-c', 'sleep 120 & echo $! > %s; wait'
+                       % sys.argv[2]], sys.argv[1], dict(os.environ))
+        service.start()
+        time.sleep(120)
+        ''')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    runner = subprocess.Popen(
+        [sys.executable, '-c', script, str(tmp_path), str(pid_file)],
+        env=env)
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline and runner.poll() is None
+        time.sleep(0.1)
+    sleeper = int(pid_file.read_text())
+    assert _alive(sleeper)
+    runner.kill()
+    runner.wait()
+    deadline = time.monotonic() + 15
+    while _alive(sleeper):
+        assert time.monotonic() < deadline, 'the sleep outlived its runner'
+        time.sleep(0.1)
+
+
+def _alive(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            # A zombie (state Z) is gone, its parent not having reaped it.
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
