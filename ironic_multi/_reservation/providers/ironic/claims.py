@@ -178,7 +178,6 @@ class Claimer(object):
                                        deadline, mark)
         allocation = self._wait_allocation(allocation, deadline)
         if allocation['state'] == 'active':
-            self._mark_node(allocation, instance_uuid)
             return Claimed(allocation['node_uuid'], earlier, node=None)
         # Delete the failed allocation so that the instance UUID is free
         # for the next attempt.
@@ -188,28 +187,6 @@ class Claimer(object):
         raise exception.NodeAlreadyClaimed(
             node=','.join(same_class), instance=instance_uuid,
             reason=allocation.get('last_error') or allocation['state'])
-
-    def _mark_node(self, allocation, instance_uuid):
-        """Copy the allocation's mark onto its node.
-
-        The allocation carried it from the atomic write on; on the node,
-        every later write can be guarded by it.  Until this succeeds the
-        allocation is where the mark is read (``reservations()``).
-        """
-        mark = ownership.of_allocation(allocation)
-        if mark is None:
-            # An allocation made by a version without marks: the upgrade
-            # marks it, not a retried claim.
-            return
-        try:
-            self._api.patch_node(allocation['node_uuid'],
-                                 ownership.mark_patch(instance_uuid, mark))
-        except exception.IronicError as e:
-            LOG.warning('Could not copy the ownership mark of allocation '
-                        '%(instance)s onto node %(node)s (%(error)s); the '
-                        'allocation carries it',
-                        {'instance': instance_uuid,
-                         'node': allocation['node_uuid'], 'error': e})
 
     def _create_allocation(self, instance_uuid, node_uuids, resource_class,
                            traits, deadline, mark):

@@ -82,6 +82,7 @@ class Deployer(object):
     def __init__(self, api, conf, on_teardown=None):
         self._api = api
         self._opts = conf.ironic_multi
+        self._group = conf.ironic_multi.coordination_group
         self._on_teardown = on_teardown
 
     def _bounded(self, seconds):
@@ -160,16 +161,26 @@ class Deployer(object):
         return current
 
     def _write_instance_info(self, node, deployment):
-        """Write what the deploy reads, only while the node is ours."""
-        mark = ownership.of(self._holder(node, deployment.instance_uuid))
-        # A node claimed before ownership marks has no mark to guard with.
-        guard = mark and ownership.guard(deployment.instance_uuid,
-                                         mark['group'])
+        """Write what the deploy reads, only while the node is ours.
+
+        A node claimed by allocation carries no mark yet (the allocation
+        does, and holds the node for the instance): it gets the group's
+        mark with this write.  So does a node claimed before marks, being
+        rebuilt for its instance.
+        """
+        instance_uuid = deployment.instance_uuid
+        mark = ownership.of(self._holder(node, instance_uuid))
+        if mark is None:
+            patch = (ownership.mark_patch(instance_uuid,
+                                          ownership.mark(self._group))
+                     + instance_info_patch(deployment))
+        else:
+            patch = instance_info_patch(
+                deployment, ownership.guard(instance_uuid, mark['group']))
         try:
-            self._api.patch_node(node, instance_info_patch(deployment,
-                                                           guard))
+            self._api.patch_node(node, patch)
         except exception.IronicAPIError as e:
-            if guard and e.status_code == 400:
+            if mark is not None and e.status_code == 400:
                 raise exception.DeployFailed(
                     node=node, reason='the node no longer holds instance %s '
                                       'under its mark: %s' % (

@@ -20,7 +20,7 @@ A claim writes, in the same PATCH that sets ``instance_uuid``::
         "<instance uuid>": {"group": "<group>", "claimer": "<member>"}}
 
 (in allocation mode the allocation's ``extra`` carries the same mark, and
-the node gets it as soon as the allocation is active).  A node is a
+the node gets it with the first write of its deploy).  A node is a
 group's when the mark under its *current* ``instance_uuid`` names the
 group: a stale mark left by an earlier instance names another UUID and
 counts for nothing.

@@ -73,7 +73,8 @@ _QUARANTINE_PREFIX = 'ironic-multi quarantine: '
 
 
 def _marks(node):
-    return dict((node.get('extra') or {}).get(_MARKS) or {})
+    """The node's marks, to read (claims read them for every pool node)."""
+    return (node.get('extra') or {}).get(_MARKS) or {}
 
 
 class IronicProvider(base.NodeProvider):
@@ -297,14 +298,16 @@ class IronicProvider(base.NodeProvider):
                 if states.is_usable(node)
                 for trait in node.get('traits') or ()}
 
-    def _why_barred(self, node):
-        return self.failed_too_often(_marks(node).get('failures', 0))
+    def _why_barred(self, node, marks=None):
+        marks = _marks(node) if marks is None else marks
+        return self.failed_too_often(marks.get('failures', 0))
 
     def _why_cooling(self, node):
-        barred = self._why_barred(node)
+        marks = _marks(node)
+        barred = self._why_barred(node, marks)
         if barred:
             return barred
-        last = _marks(node).get('last_failure')
+        last = marks.get('last_failure')
         if last and time.time() - last < self._opts.failure_cooldown:
             return 'failed %d s ago' % (time.time() - last)
         return None
@@ -551,7 +554,7 @@ class IronicProvider(base.NodeProvider):
         The marks name this group from then on.  Only for nodes this group
         holds or held: the callers say which.
         """
-        marks = _marks(self.api.get_node(node_uuid, fields=['extra']))
+        marks = dict(_marks(self.api.get_node(node_uuid, fields=['extra'])))
         before = dict(marks)
         change(marks)
         if any(value is not None for key, value in marks.items()

@@ -587,3 +587,16 @@ def test_vif_errors_name_the_vif_and_the_node(provider, api, action):
     assert e.value.vif == 'vif-2'
     assert e.value.node == NODE
     assert 'no port' in str(e.value)
+
+
+def test_a_node_claimed_by_allocation_gets_the_mark_with_its_deploy(
+        provider, api, clock):
+    # The allocation carries the mark until then: the deploy's first write
+    # puts it on the node, from where later writes are guarded by it.
+    answers(api, node('active'), holder=node('available'))
+    provider.deploy(reservation(), deployment(vifs=()))
+    first = api.patch_node.call_args_list[0].args[1]
+    assert first[0] == {'op': 'add', 'path': '/instance_info/ironic_multi',
+                        'value': {INSTANCE: {'group': 'ironic-multi'}}}
+    assert {'op': 'add', 'path': '/instance_info/image_source',
+            'value': IMAGE} in first
