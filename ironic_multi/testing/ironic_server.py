@@ -119,26 +119,9 @@ KEYSTONE = {
 rbac_service_role_elevated_access = {elevated}
 """,
     'api_extra': '',
-    'sections': """
-[keystone_authtoken]
-auth_type = password
-auth_url = {auth_url}
-www_authenticate_uri = {auth_url}
-username = {username}
-password = {password}
-user_domain_name = {user_domain_name}
-project_name = {project_name}
-project_domain_name = {project_domain_name}
-region_name = {region_name}
-""",
 }
-# Ironic reads image properties from Glance (found in the catalog) as its
-# service user.  Without it Ironic 39 cannot tell the image type, and then
-# a rebuild fails with HTTP 500 ("cannot access local variable
-# 'auto_lessee'", conductor/deployments.py start_deploy).
-GLANCE = """
-[glance]
-auth_type = password
+# The settings of a section that authenticates as Ironic's service user.
+SERVICE_USER = """auth_type = password
 auth_url = {auth_url}
 username = {username}
 password = {password}
@@ -147,6 +130,13 @@ project_name = {project_name}
 project_domain_name = {project_domain_name}
 region_name = {region_name}
 """
+AUTHTOKEN = ('\n[keystone_authtoken]\nwww_authenticate_uri = {auth_url}\n'
+             + SERVICE_USER)
+# Ironic reads image properties from Glance (found in the catalog) as its
+# service user.  Without it Ironic 39 cannot tell the image type, and then
+# a rebuild fails with HTTP 500 ("cannot access local variable
+# 'auto_lessee'", conductor/deployments.py start_deploy).
+GLANCE = '\n[glance]\n' + SERVICE_USER
 
 
 class IronicServerError(_process.ServerError):
@@ -238,8 +228,7 @@ class IronicServer(_process.ServerFixture):
             parts = dict(NOAUTH)
         else:
             user = self.keystone.ironic
-            sections = KEYSTONE['sections'] + (GLANCE if self.glance
-                                               else '')
+            sections = AUTHTOKEN + (GLANCE if self.glance else '')
             parts = {
                 'default_extra': KEYSTONE['default_extra'].format(
                     elevated=str(self.service_role_elevated_access).lower()),

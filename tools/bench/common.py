@@ -47,6 +47,8 @@ import threading
 import time
 import uuid
 
+from ironic_multi.testing.cloud import process as cloud_process
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARTICIPANT = os.path.join(HERE, 'participant.py')
 
@@ -459,22 +461,6 @@ class Group(object):
 
 # -- profiles -----------------------------------------------------------------
 
-def process_group_pids(pgid):
-    """PIDs of the processes whose process group is ``pgid``."""
-    pids = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:
-            pids.append(int(entry))
-    return pids
-
-
 def busiest(pids):
     """The PID that used the most CPU so far."""
     def cpu(pid):
@@ -608,4 +594,4 @@ def profile_text(profile):
 
 def ironic_api_pid(server):
     """The Ironic process that answers the API (the busiest of its group)."""
-    return busiest(process_group_pids(server.pid)) or server.pid
+    return busiest(cloud_process.process_group_pids(server.pid)) or server.pid

@@ -199,14 +199,9 @@ class Service(object):
             _process.reaper().forget_group(process.pid)
 
 
-def group_rss(pgid):
-    """Resident memory in bytes of the processes of group ``pgid``.
-
-    A process that leads no group (etcd is started in the test's own)
-    counts alone.
-    """
-    total = 0
-    found = False
+def process_group_pids(pgid):
+    """PIDs of the processes whose process group is ``pgid``."""
+    pids = []
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue
@@ -214,17 +209,25 @@ def group_rss(pgid):
             with open('/proc/%s/stat' % entry) as f:
                 # The command name may hold spaces: split after it.
                 fields = f.read().rsplit(')', 1)[1].split()
-            if int(fields[2]) != pgid:
-                continue
-            found = True
-            total += _rss(entry)
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:
+            pids.append(int(entry))
+    return pids
+
+
+def group_rss(pgid):
+    """Resident memory in bytes of the processes of group ``pgid``.
+
+    A process that leads no group (etcd is started in the test's own)
+    counts alone.
+    """
+    total = 0
+    for pid in process_group_pids(pgid) or [pgid]:
+        try:
+            total += _rss(pid)
         except (OSError, IndexError, ValueError):
             continue
-    if not found:
-        try:
-            return _rss(pgid)
-        except (OSError, IndexError, ValueError):
-            return 0
     return total
 
 
