@@ -107,6 +107,10 @@ class Reserver(object):
         self._extra = {}
         self._worker = None
         self._refresh_lock = threading.Lock()
+        # Held while joining the group, so that a stop() never races a
+        # join; once _stopping is set nothing joins again.
+        self._join_lock = threading.Lock()
+        self._stopping = False
         # One pass at a time: the periodic one and the operator's.
         self._housekeeping_lock = threading.Lock()
         # The refresh and the operator requests run in threads of their
@@ -169,16 +173,26 @@ class Reserver(object):
         self.desk.handlers[op] = handler
 
     def stop(self):
+        # Leave the group first: the other members take this host's shard
+        # keys at once, not when the work in progress ends (a housekeeping
+        # pass or a tear down can take minutes).  A pass still running
+        # stops at its next action: it is no longer the leader.
+        with self._join_lock:
+            self._stopping = True
+        self.leadership.resign()
+        self.membership.stop()
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
-        self.leadership.resign()
-        self.membership.stop()
         self.provider.stop()
 
     def _join(self):
         try:
-            self.membership.start(timeout=self._opts.membership_timeout)
+            with self._join_lock:
+                if self._stopping:
+                    return
+                self.membership.start(
+                    timeout=self._opts.membership_timeout)
         except exception.CoordinationUnavailable as e:
             LOG.warning('Cannot join the coordination group (%(error)s): '
                         'host %(host)s goes on alone, owning every shard, '
@@ -203,6 +217,8 @@ class Reserver(object):
         :returns: the number of node records read from the provider.
         """
         with self._refresh_lock:
+            if self._stopping:
+                return 0
             keys = self.provider.shard_keys()
             if not self.membership.started:
                 self._join()

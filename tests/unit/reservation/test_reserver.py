@@ -369,3 +369,52 @@ def test_a_long_housekeeping_pass_holds_up_no_other_periodic(
     finally:
         end_pass.set()
         reserver.stop()
+
+
+def test_a_stopping_service_leaves_the_group_before_its_work_ends(
+        tmp_path):
+    """The others take its shard keys at once (a SIGTERM's cleanup_host).
+
+    A housekeeping pass still running must not keep the member in the
+    group: the other members would wait for it, or for
+    membership_timeout.
+    """
+    inventory = tmp_path / 'nodes.yaml'
+    inventory.write_text(yaml.safe_dump([
+        {'uuid': uuidutils.generate_uuid(), 'resource_class': 'gold',
+         'shard': 's0', 'name': 'n0'}]))
+    conf = test_reservers.make_conf(
+        node_provider='static', static_inventory=str(inventory),
+        coordination_url='file://%s' % (tmp_path / 'c'),
+        housekeeping_interval=10)
+    stopping = reserver_mod.Reserver(conf, host='a')
+    other = reserver_mod.Reserver(conf, host='b')
+    in_pass, end_pass = threading.Event(), threading.Event()
+
+    def long_pass(dry_run=False):
+        in_pass.set()
+        end_pass.wait(30)
+
+    stopping.housekeeper.run = long_pass
+    stopping.start()
+    other.start(background=False)
+    stopper = threading.Thread(target=stopping.stop, daemon=True)
+    try:
+        assert in_pass.wait(30)
+        assert stopping.membership.member_id in other.membership.members()
+        stopper.start()
+        deadline = time.monotonic() + 5
+        while (stopping.membership.member_id in other.membership.members()
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        assert stopping.membership.member_id not in (
+            other.membership.members())
+        assert not end_pass.is_set()
+        # The refresh of a stopping service does not join again.
+        stopping.refresh()
+        assert stopping.membership.member_id not in (
+            other.membership.members())
+    finally:
+        end_pass.set()
+        stopper.join(30)
+        other.stop()
