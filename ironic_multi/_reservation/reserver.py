@@ -401,6 +401,13 @@ class Reserver(object):
                          'instances': ', '.join(marked)})
         return marked
 
+    def node(self, instance_uuid):
+        """The node dict of this host's instance (see NodeProvider.node).
+
+        :raises ReservationNotFound: it holds no node here.
+        """
+        return self.provider.node(self._held(instance_uuid))
+
     def instances(self):
         """``{instance_uuid: reservation}`` of this host's instances."""
         return self.provider.instances(self.host)

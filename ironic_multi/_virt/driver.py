@@ -44,6 +44,7 @@ from ironic_multi._reservation.providers import base
 from ironic_multi._reservation import reserver as reserver_mod
 from ironic_multi._virt import capacity
 from ironic_multi._virt import consumers
+from ironic_multi._virt import diagnostics
 from ironic_multi._virt import errors
 from ironic_multi._virt import host as host_mod
 from ironic_multi._virt import instances
@@ -222,6 +223,20 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
     def get_info(self, instance, use_cache=True):
         return hardware.InstanceInfo(state=self._local().power_state(
             instance.uuid, use_cache=use_cache))
+
+    def get_instance_diagnostics(self, instance):
+        return diagnostics.instance_diagnostics(*self._node_and_state(
+            instance))
+
+    def get_diagnostics(self, instance):
+        return diagnostics.diagnostics(*self._node_and_state(instance))
+
+    def _node_and_state(self, instance):
+        try:
+            node = self._reserver.node(instance.uuid)
+        except exception.ReservationNotFound:
+            raise nova_exception.InstanceNotFound(instance_id=instance.uuid)
+        return node, self._local().power_state(instance.uuid)
 
     # -- spawn and destroy ----------------------------------------------------
 

@@ -578,6 +578,13 @@ class ProviderContract(object):
 
     # -- ownership ----------------------------------------------------------
 
+    def test_the_node_of_a_reservation_shows_its_size(self):
+        (node,) = self.add_nodes(1, properties={'memory_mb': 2048})
+        reservation = self.claim(new_instance())
+        found = self.harness.provider().node(reservation)
+        assert found['uuid'] == node
+        assert int(found['properties']['memory_mb']) == 2048
+
     def test_a_claim_carries_the_groups_mark(self):
         self.add_nodes(1)
         instance = new_instance()

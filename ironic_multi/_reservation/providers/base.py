@@ -288,6 +288,17 @@ class NodeProvider(abc.ABC):
         Read from the source of truth, never from memory.
         """
 
+    def node(self, reservation):
+        """The node of ``reservation`` as a node dict, or None.
+
+        For what a consumer shows of its instance (Nova's server
+        diagnostics): the node's ``properties`` (``cpus``, ``memory_mb``,
+        ``local_gb``), ``power_state`` and ``provision_state`` where the
+        provider has them.
+        """
+        return next((node for node in self.nodes(None)
+                     if node['uuid'] == reservation.node_uuid), None)
+
     @abc.abstractmethod
     def reservations(self):
         """Every reservation the source of truth holds, marked or not."""

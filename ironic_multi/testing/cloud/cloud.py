@@ -107,6 +107,10 @@ class Cloud(fixtures.Fixture):
         takes in Ironic (``[fake] deploy_delay``): a build lasts long
         enough to be interrupted.  Fake deploys end powered on, as real
         ones do.
+    :param compute_driver: the computes' ``compute_driver``: ours by
+        default; Nova's in-tree ``ironic.IronicDriver`` or
+        ``fake.FakeDriver`` for comparisons (one provider per Ironic node,
+        or one fake host, instead of ours per compute).
 
     After setUp:
 
@@ -141,7 +145,8 @@ class Cloud(fixtures.Fixture):
                  membership_timeout=20, pool_refresh_interval=2,
                  report_interval=2, service_down_time=10,
                  rpc_response_timeout=30, update_resources_interval=5,
-                 deploy_delay='1', instance_build_timeout=60, venv=None):
+                 deploy_delay='1', instance_build_timeout=60, venv=None,
+                 compute_driver=nova.COMPUTE_DRIVER):
         super().__init__()
         self.initial_computes = computes
         self.layout = layout or cloud_ironic.default_layout(nodes, computes)
@@ -160,6 +165,7 @@ class Cloud(fixtures.Fixture):
         self.venv_dir = venv
         self.deploy_delay = deploy_delay
         self.instance_build_timeout = instance_build_timeout
+        self.compute_driver = compute_driver
         self.services = collections.OrderedDict()
         self.computes = []
         self.databases = {}
@@ -446,14 +452,25 @@ class Cloud(fixtures.Fixture):
             time.sleep(0.5)
 
     def wait_for_capacity(self, hosts=None, timeout=COMPUTE_TIMEOUT):
-        """Until each compute's provider has every resource class."""
+        """Until each compute's provider has every resource class.
+
+        Other drivers: until the in-tree driver has a provider with
+        inventory per Ironic node, or the fake driver its one.
+        """
         wanted = {'CUSTOM_%s' % rc.upper()
                   for rc in self.layout.resource_classes()}
+        providers = {nova.IN_TREE_DRIVER: len(self.node_groups)}.get(
+            self.compute_driver, 1)
         deadline = time.monotonic() + timeout
         while True:
             inventories = self.provider_inventories()
-            short = [h for h in (hosts or self.computes)
-                     if not wanted <= set(inventories.get(h, {}))]
+            if self.compute_driver == nova.COMPUTE_DRIVER:
+                short = [h for h in (hosts or self.computes)
+                         if not wanted <= set(inventories.get(h, {}))]
+            else:
+                have = sum(1 for found in inventories.values() if found)
+                short = [] if have >= providers else [
+                    '%d of %d providers' % (have, providers)]
             if not short:
                 return inventories
             if time.monotonic() > deadline:

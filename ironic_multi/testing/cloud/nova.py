@@ -33,6 +33,9 @@ from ironic_multi.testing.cloud import config
 from ironic_multi.testing.cloud import process
 
 COMPUTE_DRIVER = 'ironic_multi.IronicMultiDriver'
+# The drivers a cloud can compare ours with (the real-cloud benchmark).
+IN_TREE_DRIVER = 'ironic.IronicDriver'
+FAKE_DRIVER = 'fake.FakeDriver'
 API_THREADS = 8
 CELL = 'cell1'
 # The filters that make sense for one compute node standing for many
@@ -113,7 +116,7 @@ def compute_config(cloud, host):
     sections = config.merge(common_sections(cloud), {
         'DEFAULT': {
             'host': host,
-            'compute_driver': COMPUTE_DRIVER,
+            'compute_driver': cloud.compute_driver,
             'state_path': os.path.join(directory, 'state'),
             # How often the resource tracker reports to placement.
             'update_resources_interval': cloud.update_resources_interval,

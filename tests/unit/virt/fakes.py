@@ -167,6 +167,13 @@ class FakeReserver(object):
         self._call('lookup', instance_uuid)
         return self.held.get(instance_uuid)
 
+    def node(self, instance_uuid):
+        self._call('node', instance_uuid)
+        return {'uuid': self._held(instance_uuid).node_uuid,
+                'provision_state': 'active',
+                'properties': {'cpus': 2, 'memory_mb': 4096,
+                               'local_gb': 50}}
+
     def instances(self):
         self._call('instances')
         return {uuid: r for uuid, r in self.held.items()

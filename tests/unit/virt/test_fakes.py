@@ -23,7 +23,7 @@ from ironic_multi._reservation import reserver as reserver_mod
 from tests.unit.virt import fakes
 
 # Every Reserver method the driver calls.
-USED = ('start', 'stop', 'claim', 'release', 'lookup', 'instances',
+USED = ('start', 'stop', 'claim', 'release', 'lookup', 'node', 'instances',
         'deploy', 'teardown', 'rebuild', 'power', 'attach_vif',
         'detach_vif', 'cluster_capacity', 'cluster_traits',
         'add_periodic', 'add_request_handler')

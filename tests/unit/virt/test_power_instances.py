@@ -347,3 +347,28 @@ def test_update_provider_tree_follows_the_refreshes(drv, reserver, tree):
     assert inventory['CUSTOM_BAREMETAL']['total'] == 12
     assert inventory['CUSTOM_BAREMETAL']['reserved'] == 0
     assert inventory['CUSTOM_GOLD']['reserved'] == 1
+
+
+# -- diagnostics --------------------------------------------------------------
+
+def test_instance_diagnostics_give_the_nodes_state_and_size(drv, reserver):
+    reserver.hold(power_state=lifecycle.PowerState.OFF)
+    found = drv.get_instance_diagnostics(fakes.instance())
+    assert (found.state, found.driver, found.num_cpus, found.num_disks,
+            found.memory_details.maximum) == ('shutdown', 'ironic', 2, 1,
+                                              4096)
+    # Nova's API serializes exactly these fields (microversion 2.48).
+    assert found.obj_to_primitive()
+
+
+def test_diagnostics_before_2_48_name_the_node(drv, reserver):
+    reserver.hold()
+    found = drv.get_diagnostics(fakes.instance())
+    assert found == {'state': 'running', 'node': fakes.NODE,
+                     'provision_state': 'active', 'cpus': 2,
+                     'memory_mb': 4096, 'local_gb': 50}
+
+
+def test_diagnostics_of_an_instance_without_a_node(drv, reserver):
+    with pytest.raises(nova_exception.InstanceNotFound):
+        drv.get_instance_diagnostics(fakes.instance())

@@ -53,6 +53,8 @@ _FEATURE_FIELDS = {'owner': ('owner',), 'lessee': ('lessee',),
 _RESERVATION_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
                        'provision_state', 'power_state', 'resource_class',
                        'shard')
+_NODE_FIELDS = ('uuid', 'resource_class', 'properties', 'power_state',
+                'provision_state')
 _ALLOCATION_FIELDS = ('uuid', 'node_uuid', 'state', 'extra')
 _HEALTH_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'power_state',
                   'maintenance', 'maintenance_reason', 'last_error')
@@ -456,6 +458,11 @@ class IronicProvider(base.NodeProvider):
             host=info.get(deploy.HOST_KEY),
             power_state=states.power_state(node),
             group=mark.get('group'), claimer=mark.get('claimer'))
+
+    def node(self, reservation):
+        # From Ironic: the pool holds only the owned shards' nodes, and an
+        # instance's node may be in any shard.
+        return self.api.get_node(reservation.node_uuid, fields=_NODE_FIELDS)
 
     def own(self, instance_uuid):
         reservation = self.lookup(instance_uuid)

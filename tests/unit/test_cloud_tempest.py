@@ -1,0 +1,90 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The tempest.conf written for the multi-process cloud, and its report."""
+
+import configparser
+import os
+import re
+import types
+
+from ironic_multi.testing.cloud import tempest
+from ironic_multi.testing import keystone_server
+
+
+def _cloud(network_id='net-1'):
+    admin = keystone_server.Credentials('admin', 'secret', 'Default',
+                                        'admin', 'Default')
+    keystone = types.SimpleNamespace(admin=admin, region='RegionOne',
+                                     auth_url='http://127.0.0.1:5000/v3')
+    return types.SimpleNamespace(keystone=keystone, image_id='image-1',
+                                 network_id=network_id,
+                                 computes=['compute-1', 'compute-2'])
+
+
+def _parse(text):
+    conf = configparser.ConfigParser(interpolation=None)
+    conf.read_string(text)
+    return conf
+
+
+def test_the_config_turns_off_what_bare_metal_lacks():
+    conf = _parse(tempest.config(_cloud(), ('f1', 'f2'), '/l', '/t.log'))
+    features = conf['compute-feature-enabled']
+    for feature in ('resize', 'cold_migration', 'live_migration',
+                    'console_output', 'snapshot', 'pause', 'suspend',
+                    'shelve', 'rescue'):
+        assert features[feature] == 'false', feature
+    assert conf['validation']['run_validation'] == 'false'
+    assert conf['service_available']['cinder'] == 'false'
+    assert conf['service_available']['neutron'] == 'true'
+    assert conf['compute']['fixed_network_name'] == 'baremetal'
+    assert (conf['compute']['flavor_ref'],
+            conf['compute']['flavor_ref_alt']) == ('f1', 'f2')
+    assert conf['compute']['image_ref'] == 'image-1'
+    assert conf['compute']['min_compute_nodes'] == '2'
+    assert conf['auth']['admin_password'] == 'secret'
+    assert conf['identity']['uri_v3'] == 'http://127.0.0.1:5000/v3'
+
+
+def test_without_a_network_neutron_is_off():
+    conf = _parse(tempest.config(_cloud(None), ('f1', 'f2'), '/l', '/t'))
+    assert conf['service_available']['neutron'] == 'false'
+    assert 'fixed_network_name' not in conf['compute']
+
+
+def test_the_table_counts_each_module_and_names_the_reasons():
+    base = 'tempest.api.compute.servers.test_servers.ServersTest.'
+    results = [
+        {'test': base + 'test_a', 'status': 'success', 'reason': ''},
+        {'test': base + 'test_b', 'status': 'skip',
+         'reason': 'Resize not available.'},
+        {'test': 'tempest.api.compute.flavors.test_flavors.FlavorsTest.'
+                 'test_c', 'status': 'fail', 'reason': 'Boom'},
+    ]
+    text = tempest.table(results)
+    assert re.search(r'servers\.test_servers\s+1\s+1\s+0', text), text
+    assert re.search(r'flavors\.test_flavors\s+0\s+0\s+1', text), text
+    assert re.search(r'\*\*total\*\*\s+\*\*1\*\*\s+\*\*1\*\*\s+\*\*1\*\*',
+                     text), text
+    assert 'Resize not available.' in text and 'Boom' in text
+
+
+def test_every_listed_regex_compiles():
+    for name in ('include.txt', 'exclude.txt'):
+        with open(os.path.join(tempest.LISTS, name)) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith('#'):
+                    re.compile(line)

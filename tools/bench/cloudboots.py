@@ -1,0 +1,292 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Boots on the multi-process cloud: ours (K = 3), in-tree, fake.
+
+Three clouds of :class:`ironic_multi.testing.cloud.Cloud` run at once,
+alike but for their computes (every service a process, RabbitMQ, the Nova
+API under waitress behind Keystone):
+
+``ironic-multi``
+    3 nova-compute processes with ``ironic_multi.IronicMultiDriver``.
+``in-tree``
+    one nova-compute with Nova's ``ironic.IronicDriver``, the layout its
+    docs advise for a cloud of this size (one provider per node).
+``fake``
+    one nova-compute with Nova's ``fake.FakeDriver``: no Ironic at all,
+    the floor of Nova's own cost for a boot.
+
+Each sample POSTs a burst of B servers (5 at a time) with the demo
+project's token and polls Nova's API every 0.5 s: a server's boot
+latency runs from its POST until it is first seen ACTIVE; boots per
+minute = ACTIVE servers / (first POST to last settled).  Samples
+alternate between the clouds; after each, the servers are deleted and
+the sample waits until every node is available again.
+
+Ironic's own deploy time is measured on the fake cloud's Ironic, which
+its driver leaves idle: a node provisioned straight through Ironic's
+API, from ``deploy`` to ``active``, several times.  The goals: ours
+within 1.5x of (fake p50 + Ironic's deploy p50), and ahead of in-tree.
+"""
+
+import collections
+import concurrent.futures
+import contextlib
+import statistics
+import time
+
+from ironic_multi._sandbox import fleet
+from ironic_multi.testing.cloud import cloud as cloud_mod
+from ironic_multi.testing.cloud import nova as cloud_nova
+
+TITLE = ('Boots on the multi-process cloud: ironic-multi (K=3) vs in-tree '
+         'IronicDriver (K=1) vs fake.FakeDriver')
+
+OURS, IN_TREE, FAKE = 'ironic-multi', 'in-tree', 'fake'
+CLOUDS = {OURS: (cloud_nova.COMPUTE_DRIVER, 3),
+          IN_TREE: (cloud_nova.IN_TREE_DRIVER, 1),
+          FAKE: (cloud_nova.FAKE_DRIVER, 1)}
+NODES = 16
+SERVERS = 10
+SAMPLES = 3
+QUICK_SAMPLES = 1
+POSTERS = 5
+DEPLOYS = 5
+SETTLE_TIMEOUT = 600
+FAKE_FLAVOR = 'fake-small'
+GOAL_OF_FAKE_PLUS_DEPLOY = 1.5
+
+
+class BenchError(Exception):
+    """A check failed: the numbers mean nothing."""
+
+
+def _layout(computes):
+    """One node group of gold nodes, one flavor with its class only."""
+    return fleet.Layout(
+        nodes=NODES, computes=computes, servers=SERVERS, seed=0,
+        groups=(fleet.NodeGroup('gold', 'gold', NODES),),
+        flavors=(fleet.Flavor('gold', 'gold', 'gold'),),
+        shards=tuple('rack-%d' % i for i in range(1, 7)),
+        waves=((), ()), surplus=0)
+
+
+def measure(bench):
+    samples = QUICK_SAMPLES if bench.args.quick else SAMPLES
+    runs = {name: [] for name in CLOUDS}
+    with contextlib.ExitStack() as stack:
+        clouds = {}
+        for name, (driver, computes) in CLOUDS.items():
+            # One at a time: three starts at once on 2 cores time out.
+            clouds[name] = stack.enter_context(cloud_mod.Cloud(
+                computes=computes, layout=_layout(computes),
+                compute_driver=driver))
+            print('%s cloud ready in %.0f s' % (
+                name, clouds[name].start_seconds), flush=True)
+        flavors = {name: _flavor(cloud, name == FAKE)
+                   for name, cloud in clouds.items()}
+        deploys = _ironic_deploys(clouds[FAKE])
+        order = list(CLOUDS)
+        for index in range(samples):
+            for name in order[index % 3:] + order[:index % 3]:
+                runs[name].append(_sample(clouds[name], flavors[name],
+                                          ironic=name != FAKE))
+                print('%s sample %d: %s' % (name, index + 1,
+                                            _brief(runs[name][-1])),
+                      flush=True)
+    return _report(runs, deploys)
+
+
+def _flavor(cloud, fake):
+    if not fake:
+        return cloud.flavors['gold']
+    admin = cloud.connection()
+    return admin.compute.create_flavor(name=FAKE_FLAVOR, ram=64, vcpus=1,
+                                       disk=1, is_public=True).id
+
+
+def _ironic_deploys(cloud):
+    """Seconds of ``deploy`` to ``active`` in Ironic alone, one by one."""
+    ironic = cloud.ironic
+    seconds = []
+    for node in [n['uuid'] for n in ironic.list_nodes()][:DEPLOYS]:
+        ironic.request('PATCH', '/v1/nodes/%s' % node, json=[
+            {'op': 'add', 'path': '/instance_info/image_source',
+             'value': cloud.image_id}])
+        started = time.monotonic()
+        ironic.request('PUT', '/v1/nodes/%s/states/provision' % node,
+                       expect=(202,), json={'target': 'active'})
+        ironic.wait_for_node(node, provision_state='active')
+        seconds.append(time.monotonic() - started)
+        ironic.request('PUT', '/v1/nodes/%s/states/provision' % node,
+                       expect=(202,), json={'target': 'deleted'})
+        ironic.wait_for_node(node, provision_state='available')
+    return seconds
+
+
+def _sample(cloud, flavor, ironic):
+    demo = cloud.connection(cloud_mod.DEMO_CLOUD).compute
+    admin = cloud.connection().compute
+    posted = {}
+    started = time.monotonic()
+
+    def post(index):
+        server = demo.create_server(
+            name='bench-%d' % index, flavor_id=flavor,
+            image_id=cloud.image_id, networks='none')
+        posted[server.id] = time.monotonic()
+
+    with concurrent.futures.ThreadPoolExecutor(POSTERS) as pool:
+        list(pool.map(post, range(SERVERS)))
+    active_at, settled = {}, {}
+    deadline = started + SETTLE_TIMEOUT
+    while len(settled) < len(posted):
+        now = time.monotonic()
+        for server in admin.servers(details=True, all_projects=True):
+            if server.id not in posted or server.id in settled:
+                continue
+            if server.status == 'ACTIVE' and not server.task_state:
+                active_at[server.id] = now
+                settled[server.id] = server
+            elif server.status == 'ERROR':
+                settled[server.id] = server
+        if now > deadline:
+            raise BenchError('%d servers not settled after %d s' % (
+                len(posted) - len(settled), SETTLE_TIMEOUT))
+        time.sleep(0.5)
+    seconds = max(active_at.values(), default=time.monotonic()) - started
+    if ironic:
+        _check(cloud, active_at)
+    latencies = sorted(active_at[i] - posted[i] for i in active_at)
+    errors = collections.Counter(
+        (s.fault or {}).get('message', '?')[:100]
+        for s in settled.values() if s.status == 'ERROR')
+    for server_id in posted:
+        demo.delete_server(server_id)
+    cloud.wait_for_deleted(list(posted))
+    if ironic:
+        _wait_for_available(cloud)
+    return {'servers': len(posted), 'active': len(active_at),
+            'errors': dict(errors), 'seconds': round(seconds, 2),
+            'boots_per_minute': round(len(active_at) / seconds * 60, 2)
+            if seconds else 0,
+            'latencies': [round(v, 2) for v in latencies]}
+
+
+def _check(cloud, active_at):
+    """Every ACTIVE server on one active node of its own."""
+    held = cloud.held_nodes()
+    twice = {i: n for i, n in held.items() if len(n) > 1}
+    missing = [i for i in active_at if i not in held]
+    if twice or missing:
+        raise BenchError('nodes held twice: %s; ACTIVE without a node: %s'
+                         % (twice, missing))
+
+
+def _wait_for_available(cloud, timeout=SETTLE_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = cloud.ironic.list_nodes()
+        busy = [n['uuid'] for n in nodes
+                if n['instance_uuid'] or n['provision_state'] != 'available']
+        if not busy:
+            break
+        if time.monotonic() > deadline:
+            raise BenchError('%d nodes not available after %d s'
+                             % (len(busy), timeout))
+        time.sleep(1)
+    # Placement sees them free at the driver's next report.
+    time.sleep(cloud.update_resources_interval + 1)
+
+
+def _brief(run):
+    return '%d/%d ACTIVE in %.1f s, p50 %.1f s' % (
+        run['active'], run['servers'], run['seconds'],
+        _percentile(run['latencies'], 50) or 0)
+
+
+def _percentile(values, pct):
+    if not values:
+        return None
+    values = sorted(values)
+    rank = round(pct / 100.0 * len(values) + 0.5)  # nearest rank
+    index = min(len(values) - 1, max(0, rank - 1))
+    return values[index]
+
+
+def _report(runs, deploys):
+    summary = {}
+    for name, samples in runs.items():
+        latencies = [v for s in samples for v in s['latencies']]
+        summary[name] = {
+            'p50': _percentile(latencies, 50),
+            'p95': _percentile(latencies, 95),
+            'boots_per_minute': statistics.median(
+                s['boots_per_minute'] for s in samples),
+            'active': sum(s['active'] for s in samples),
+            'servers': sum(s['servers'] for s in samples),
+        }
+    deploy = statistics.median(deploys)
+    ours, in_tree, fake = (summary[n] for n in (OURS, IN_TREE, FAKE))
+    floor = fake['p50'] + deploy
+    rows = [[name, '%d/%d' % (s['active'], s['servers']),
+             '%.1f' % s['p50'], '%.1f' % s['p95'],
+             '%.1f' % s['boots_per_minute']]
+            for name, s in summary.items()]
+    rows.append(['Ironic deploy alone', '%d' % len(deploys),
+                 '%.1f' % deploy, '%.1f' % max(deploys), '-'])
+    goals = [
+        {'name': 'ironic-multi p50 / (fake p50 + Ironic deploy p50)',
+         'target': '<= %.1fx' % GOAL_OF_FAKE_PLUS_DEPLOY,
+         'measured': '%.2fx' % (ours['p50'] / floor),
+         'met': ours['p50'] / floor <= GOAL_OF_FAKE_PLUS_DEPLOY},
+        {'name': 'ironic-multi p50 / in-tree p50',
+         'target': '< 1.0x',
+         'measured': '%.2fx' % (ours['p50'] / in_tree['p50']),
+         'met': ours['p50'] < in_tree['p50']},
+    ]
+    return {
+        'title': TITLE,
+        'headers': ['configuration', 'ACTIVE', 'p50 (s)', 'p95 (s)',
+                    'boots/min (median)'],
+        'rows': rows,
+        'results': {
+            'summary': summary, 'ironic_deploy_seconds': deploys,
+            'ratios': {
+                'ours_p50_over_fake_plus_deploy': round(
+                    ours['p50'] / floor, 2),
+                'ours_p50_over_in_tree': round(
+                    ours['p50'] / in_tree['p50'], 2),
+                'ours_boots_per_minute_over_in_tree': round(
+                    ours['boots_per_minute']
+                    / in_tree['boots_per_minute'], 2),
+            },
+            'notes': ['%d servers per sample, %d samples per cloud, '
+                      'alternating; %d nodes per cloud' % (
+                          SERVERS, len(runs[OURS]), NODES)],
+        },
+        'samples': runs,
+        'goals': goals,
+        'chart': {
+            'kind': 'bar',
+            'title': 'Boot latency on the multi-process cloud, %d servers '
+                     'per burst' % SERVERS,
+            'x': list(summary) + ['Ironic deploy'],
+            'series': {
+                'p50': [s['p50'] for s in summary.values()] + [deploy],
+                'p95': [s['p95'] for s in summary.values()]
+                + [max(deploys)]},
+            'ylabel': 'seconds',
+        },
+    }
