@@ -213,18 +213,23 @@ def render(console, results, servers, layout):
                           _seconds(takeover.get('seconds'))))
     cleanup = results.get('cleanup') or {}
     if cleanup:
-        table.add_row('Clean-up', 'Nova\'s services and Ironic (pid %s) '
-                      'stopped in %s; %s' % (
-                          results['ironic']['pid'],
-                          _seconds(cleanup.get('seconds')),
-                          'Ironic still runs!' if cleanup.get(
-                              'ironic_running') else 'nothing left running'))
+        table.add_row('Clean-up', '%s stopped in %s; %s' % (
+            cleanup.get('what', 'the services'),
+            _seconds(cleanup.get('seconds')),
+            left_running(cleanup.get('left_running'))))
     if results.get('chart'):
         table.add_row('Chart', results['chart'])
     table.add_row('Report', results['report'])
     table.add_row('Logs', ', '.join(results.get('logs', ())))
     table.add_row('Wall time', _seconds(results.get('wall_seconds')))
     console.print(table)
+
+
+def left_running(names):
+    """What the clean-up left, in words."""
+    if names:
+        return '%s still running!' % ', '.join(names)
+    return 'nothing left running'
 
 
 def _natural(key):

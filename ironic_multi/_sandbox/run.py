@@ -27,6 +27,7 @@ import contextlib  # noqa: E402,I100
 import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -54,6 +55,8 @@ REPORT = 'sandbox.json'
 # run).
 LOG_FILE = 'sandbox.log'
 NOVA_LOG_FILE = 'nova.log'
+# The logs of the cloud's processes (--cloud).
+CLOUD_LOGS = 'cloud-logs'
 LOG_FORMAT = '%(asctime)s %(levelname)s [%(name)s] %(message)s'
 # Wide enough for the tables when the output is not a terminal.
 PIPE_WIDTH = 120
@@ -105,9 +108,11 @@ class _Services(contextlib.ExitStack):
     failure: it is logged and kept in :attr:`cleanup_errors`.
     """
 
-    def __init__(self, display):
+    def __init__(self, display, what=scenario_mod.Scenario.SERVICES):
         super().__init__()
         self.display = display
+        #: What stops, in messages.
+        self.what = what
         self.stop_seconds = None
         self.cleanup_errors = []
         #: Set once the services are about to stop: signals then only
@@ -125,7 +130,7 @@ class _Services(contextlib.ExitStack):
             self.display.say('Stopping the services, please wait')
 
         previous = signal.signal(signal.SIGINT, wait)
-        phase = self.display.phase('Stop Nova\'s services and Ironic')
+        phase = self.display.phase('Stop %s' % self.what)
         started = time.monotonic()
         try:
             return super().__exit__(*exc_info)
@@ -210,6 +215,8 @@ def run(args, layout):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(output, name))
     args.nova_log = os.path.join(output, NOVA_LOG_FILE)
+    args.cloud_log_dir = os.path.join(output, CLOUD_LOGS)
+    shutil.rmtree(args.cloud_log_dir, ignore_errors=True)
     with _logging_to(os.path.join(output, LOG_FILE)):
         return _run(args, layout, output)
 
@@ -224,7 +231,13 @@ def _run(args, layout, output):
     if not console.is_terminal:
         console = rich_console.Console(highlight=False, width=PIPE_WIDTH)
     display = display_mod.Display(clock, console)
-    scenario = scenario_mod.Scenario(args, layout, display, clock)
+    if getattr(args, 'cloud', False):
+        from ironic_multi._sandbox import on_cloud
+        scenario = on_cloud.CloudScenario(args, layout, display, clock)
+        logs = args.cloud_log_dir
+    else:
+        scenario = scenario_mod.Scenario(args, layout, display, clock)
+        logs = args.nova_log
     results = scenario.results
     results['settings'] = {
         'nodes': args.nodes, 'computes': args.computes,
@@ -233,11 +246,11 @@ def _run(args, layout, output):
             args.coordination_url or 'file'),
         'output': output}
     results['report'] = os.path.join(output, REPORT)
-    results['logs'] = [os.path.join(output, LOG_FILE), args.nova_log]
+    results['logs'] = [os.path.join(output, LOG_FILE), logs]
     interrupted = failure = None
     # The exit code of a scenario whose cloud was kept up (--keep).
     kept = None
-    services = _Services(display)
+    services = _Services(display, scenario.SERVICES)
     with _signals(scenario.interrupt, ignore=lambda: services.stopping):
         try:
             with display:
@@ -267,35 +280,34 @@ def _run(args, layout, output):
     if interrupted is None and scenario.signalled is not None:
         # Its exception was lost after the scenario's last pause.
         interrupted = scenario_mod.Interrupted(scenario.signalled)
-    pid = (results.get('ironic') or {}).get('pid')
+    left = sorted(name for name, pid in scenario.processes.items()
+                  if _alive(pid))
     results['cleanup'] = {
+        'what': scenario.SERVICES,
         'seconds': services.stop_seconds,
-        'ironic_running': _alive(pid),
+        'left_running': left,
         'threads_left': sorted(
             t.name for t in getattr(scenario.nova, 'leftover_threads', ())
             or ())}
-    if results['cleanup']['ironic_running']:
-        scenario.results['problems'].append('Ironic (pid %d) still runs '
-                                            'after the clean-up' % pid)
+    if left:
+        scenario.results['problems'].append(
+            '%s still running after the clean-up' % ', '.join(
+                '%s (pid %d)' % (n, scenario.processes[n]) for n in left))
 
     if interrupted is not None:
         signum = getattr(interrupted, 'signum', signal.SIGINT)
-        console.print('\nsandbox interrupted (%s): Nova\'s services and '
-                      'Ironic%s stopped%s' % (
-                          signal.Signals(signum).name,
-                          ' (pid %d)' % pid if pid else '',
-                          '' if not results['cleanup']['ironic_running']
-                          else ' - but Ironic still runs!'))
+        console.print('\nsandbox interrupted (%s): %s stopped%s' % (
+            signal.Signals(signum).name, scenario.SERVICES,
+            ' - but %s still running!' % ', '.join(left) if left else ''))
         return 128 + signum
     if kept is None or failure:
         return _report(console, args, layout, output, scenario, services,
                        failure, clock)
     # The report came before the cloud was kept; now its clean-up and
     # its chart.
-    console.print('Nova\'s services and Ironic (pid %s) stopped in %.1f s; '
-                  '%s' % (pid, services.stop_seconds or 0,
-                          'Ironic still runs!' if results['cleanup'][
-                              'ironic_running'] else 'nothing left running'))
+    console.print('%s stopped in %.1f s; %s' % (
+        scenario.SERVICES, services.stop_seconds or 0,
+        report.left_running(left)))
     if not args.no_chart and results.get('timeline', {}).get('samples'):
         results['chart'] = _chart(output, results, layout)
         console.print('Chart: %s' % results['chart'])

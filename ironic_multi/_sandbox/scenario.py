@@ -107,14 +107,25 @@ class Interrupted(KeyboardInterrupt):
 class Scenario(object):
     """One run; :meth:`run` fills :attr:`results`.
 
+    ``SERVICES`` names what it runs, in messages; ``VICTIM`` is the
+    compute service it prefers to stop.
+
     :param args: the parsed command line.
     :param layout: a :class:`.fleet.Layout`.
     :param display: a :class:`.display.Display`.
     :param clock: seconds since the sandbox started.
     """
 
+    SERVICES = 'Nova\'s services and Ironic'
+    VICTIM = 'compute2'
+
     def __init__(self, args, layout, display, clock):
         self.args = args
+        #: Where to look when something goes wrong.
+        self.logs = getattr(args, 'nova_log', None)
+        #: ``{name: pid}`` of the server processes it started, checked
+        #: after the clean-up.
+        self.processes = {}
         self.layout = layout
         self.display = display
         self.clock = clock
@@ -182,6 +193,7 @@ class Scenario(object):
         phase = self.display.phase('Ironic (fake hardware)')
         self.server = stack.enter_context(
             ironic_server.IronicServer(db_kind=self.args.db))
+        self.processes['Ironic'] = self.server.pid
         self.ironic = ironic_nodes.IronicNodes(self.server)
         self.results['ironic'] = {
             'endpoint': self.server.endpoint, 'pid': self.server.pid,
@@ -439,16 +451,15 @@ class Scenario(object):
             return ''
         return ': %s not in coordination group %s at %s (see %s)' % (
             ', '.join(alone), self.results['coordination']['group'],
-            self.results['coordination']['url'], self.args.nova_log)
+            self.results['coordination']['url'], self.logs)
 
     def _choose_victim(self, owners):
         active = collections.Counter(
             r['host'] for r in self.servers.values()
             if r.get('status') == 'ACTIVE')
         shards = collections.Counter(owners.values())
-        preferred = 'compute2'
-        if active[preferred] and shards[preferred]:
-            return preferred
+        if active[self.VICTIM] and shards[self.VICTIM]:
+            return self.VICTIM
         return max(sorted(self.live),
                    key=lambda h: (bool(shards[h]), active[h], shards[h]))
 
@@ -486,9 +497,8 @@ class Scenario(object):
         # it leave; nothing is refreshed for them.
         while True:
             after = self._owners(survivors)
-            if (after is not None and victim not in after.values()
-                    and all(victim not in self._reserver(h).ring.hosts
-                            for h in survivors)):
+            if after is not None and self._ring_left(victim, survivors,
+                                                     after):
                 break
             if time.monotonic() > deadline:
                 raise SandboxError('%s\'s shard keys did not move to %s'
@@ -511,6 +521,11 @@ class Scenario(object):
         phase.done('%s down; %s' % (victim, self.results['takeover']
                                     ['summary']))
 
+    def _ring_left(self, victim, survivors, owners):
+        """Whether ``victim`` is off every survivor's ring."""
+        return victim not in owners.values() and all(
+            victim not in self._reserver(h).ring.hosts for h in survivors)
+
     def _takeover(self, mine, survivors, forced, phase):
         deadline = time.monotonic() + min(self.args.timeout, TAKEOVER_TIMEOUT)
         hosts = {}
@@ -529,7 +544,7 @@ class Scenario(object):
                              'within %d s (see %s)' % (
                                  len(mine) - len(hosts), len(mine),
                                  self.victim, time.monotonic() - forced,
-                                 self.args.nova_log))
+                                 self.logs))
                 break
             self._pause(0.2)
         seconds = time.monotonic() - forced
@@ -640,14 +655,20 @@ class Scenario(object):
         self.sampler.sample_now()
         phase.done()
 
-    def read_placement(self):
+    def read_placement(self, nova=None):
+        """``{host: {class: view}}`` of each live compute's provider.
+
+        ``nova``: whose placement client to use (the sampler's thread
+        has one of its own).
+        """
+        nova = nova or self.nova
         views = {}
         classes = [checks.placement_class(rc)
                    for rc in self.layout.resource_classes()]
         for host in sorted(self.live):
             provider = self.providers[host]
-            inventory = self.nova._get_provider_inventory(provider)
-            usages = self.nova._get_provider_usages(provider)
+            inventory = nova._get_provider_inventory(provider)
+            usages = nova._get_provider_usages(provider)
             views[host] = {name: checks.placement_view(
                 inventory.get(name), usages.get(name, 0))
                 for name in classes}

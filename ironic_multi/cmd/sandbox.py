@@ -79,6 +79,15 @@ def parser():
         default=os.environ.get(OUTPUT_ENV, DEFAULT_OUTPUT),
         help='where sandbox.png and sandbox.json go (default: $%s or '
              './%s)' % (OUTPUT_ENV, DEFAULT_OUTPUT))
+    parser.add_argument(
+        '--cloud', action='store_true',
+        help='run the scenario on a cloud of processes: Keystone, '
+             'Placement, Nova (API, conductor, scheduler, K computes), '
+             'Glance, Neutron, Ironic, RabbitMQ, MariaDB and an etcd of its '
+             'own, driven through their APIs (--db: Keystone\'s and '
+             'Ironic\'s database, mysql or postgresql; --coordination-url '
+             'does not apply; a venv of its own is built the first time); '
+             'with --keep, the openstack client works on it')
     parser.add_argument('--no-chart', action='store_true',
                         help='skip the PNG (and matplotlib)')
     parser.add_argument(
@@ -121,6 +130,12 @@ def main(argv=None):
                                    args.seed)
     except fleet.LayoutError as e:
         parser().error(str(e))
+    if args.cloud and args.coordination_url != 'file':
+        parser().error('--cloud runs an etcd of its own: --coordination-url '
+                       'does not apply')
+    if args.cloud and args.db == 'sqlite':
+        parser().error('--cloud needs a database server: --db mysql, '
+                       'postgresql or auto')
     from ironic_multi._sandbox import preflight
     try:
         preflight.check_coordination(args.coordination_url)

@@ -125,7 +125,7 @@ def test_small_run(tmp_path):
     ring = report['ring']
     assert ring['victim'] not in ring['after'].values()
     assert ring['moved']
-    assert report['cleanup']['ironic_running'] is False
+    assert report['cleanup']['left_running'] == []
 
     chart = pathlib.Path(report['chart'])
     assert chart.read_bytes()[:8] == PNG_SIGNATURE

@@ -656,9 +656,14 @@ class Cloud(fixtures.Fixture):
         starts = [i for i in (output.find('{'), output.find('[')) if i >= 0]
         return json.loads(output[min(starts):] if starts else output)
 
-    def connection(self, cloud=ADMIN_CLOUD):
-        """An openstacksdk connection of this process, by cloud name."""
-        if cloud not in self._connections:
+    def connection(self, cloud=ADMIN_CLOUD, shared=True):
+        """An openstacksdk connection of this process, by cloud name.
+
+        ``shared``: the one this fixture keeps per cloud name; otherwise
+        a new one, for a thread of its own (a session is not meant to be
+        shared between threads).
+        """
+        if not shared or cloud not in self._connections:
             import openstack.config
             import openstack.connection
 
@@ -666,8 +671,10 @@ class Cloud(fixtures.Fixture):
                 config_files=[self.clouds_yaml])
             region = config.get_one(
                 cloud=cloud, compute_api_version=NOVA_MICROVERSION)
-            self._connections[cloud] = openstack.connection.Connection(
-                config=region)
+            connection = openstack.connection.Connection(config=region)
+            if not shared:
+                return connection
+            self._connections[cloud] = connection
         return self._connections[cloud]
 
     @staticmethod
