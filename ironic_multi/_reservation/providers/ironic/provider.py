@@ -559,10 +559,14 @@ class IronicProvider(base.NodeProvider):
         """Read the node's marks, ``change(marks)``, write them back.
 
         The marks name this group from then on.  Only for nodes this group
-        holds or held: the callers say which.
+        holds or held: the callers say which.  Another group's marks are
+        history of when that group held the node: they count for nothing
+        here, and are replaced.
         """
         marks = dict(_marks(self.api.get_node(node_uuid, fields=['extra'])))
         before = dict(marks)
+        if marks.get('group') not in (None, self.group):
+            marks = {}
         change(marks)
         if any(value is not None for key, value in marks.items()
                if key != 'group'):
@@ -603,26 +607,32 @@ class IronicProvider(base.NodeProvider):
         # Failure marks live in ``extra``, which Ironic cannot filter on:
         # one listing of every node's few fields, once per housekeeping
         # pass, finds them and the nodes in failed states.
-        found = []
-        for node in self.api.iter_nodes(
-                fields=_TROUBLE_FIELDS,
-                conductor_group=self._opts.conductor_group):
-            marks = _marks(node)
-            failed = node.get('provision_state') in states.FAILED
-            if not (failed or marks):
-                continue
-            found.append(base.TroubledNode(
-                node_uuid=node['uuid'], failures=marks.get('failures', 0),
-                last_failure=marks.get('last_failure'),
-                reason=marks.get('reason') or node.get('last_error'),
-                failed_state=node['provision_state'] if failed else None,
-                quarantined_at=marks.get('quarantined_at'),
-                holder=node.get('instance_uuid'),
-                group=marks.get('group'),
-                stale=(not failed and not marks.get('failures')
-                       and not marks.get('quarantined_at')
-                       and node.get('provision_state') in states.SETTLED)))
-        return found
+        found = (_troubled(node) for node in self.api.iter_nodes(
+            fields=_TROUBLE_FIELDS,
+            conductor_group=self._opts.conductor_group))
+        return [node for node in found if node is not None]
+
+    def troubled_node(self, node_uuid):
+        try:
+            node = self.api.get_node(node_uuid, fields=_TROUBLE_FIELDS)
+        except exception.NodeNotFound:
+            return None
+        if not states.in_conductor_group(node, self._opts.conductor_group):
+            return None
+        return _troubled(node)
+
+    def forget(self, node_uuid):
+        # Only the marks: the rest of the node is its holder's.  Ironic
+        # has no conditional write on a value: the caller read the marks
+        # as this group's just before.
+        try:
+            self.api.patch_node(node_uuid, [
+                {'op': 'remove', 'path': '/extra/%s' % _MARKS}])
+        except exception.IronicAPIError as e:
+            if e.status_code != 400:
+                raise
+            LOG.info('Node %s carries no marks any more', node_uuid)
+        self.pool.forget(node_uuid)
 
     def _ours(self, node_uuid, fields=_TROUBLE_FIELDS):
         """The node as it is now; ForeignNode unless this group marked it."""
@@ -663,6 +673,25 @@ class IronicProvider(base.NodeProvider):
         self._ours(node_uuid)
         self._write_marks(node_uuid, {})
         self.api.unset_maintenance(node_uuid)
+
+
+def _troubled(node):
+    """The node as a TroubledNode, or None when it is not troubled."""
+    marks = _marks(node)
+    failed = node.get('provision_state') in states.FAILED
+    if not (failed or marks):
+        return None
+    return base.TroubledNode(
+        node_uuid=node['uuid'], failures=marks.get('failures', 0),
+        last_failure=marks.get('last_failure'),
+        reason=marks.get('reason') or node.get('last_error'),
+        failed_state=node['provision_state'] if failed else None,
+        quarantined_at=marks.get('quarantined_at'),
+        holder=node.get('instance_uuid'),
+        group=marks.get('group'),
+        stale=(not failed and not marks.get('failures')
+               and not marks.get('quarantined_at')
+               and node.get('provision_state') in states.SETTLED))
 
 
 def _problem(node, instance_uuid):
