@@ -329,9 +329,13 @@ class NodeProvider(abc.ABC):
 
         The key is the node's fallback key for ``count``
         (:class:`~.shards.ShardKeys`), so that a service's ring does not
-        move when keys are written.  (:attr:`Feature.SHARD_ASSIGNMENT`)
+        move when keys are written.  Only this group's nodes: free ones
+        (of its conductor group, if set) and those it holds; never one
+        that an instance holds without the group's mark.
+        (:attr:`Feature.SHARD_ASSIGNMENT`)
 
-        :returns: ``{node_uuid: shard_key}`` of the nodes (to be) changed.
+        :returns: ``({node_uuid: shard_key}, {node_uuid: why})``: the
+            nodes (to be) changed, and those left alone.
         """
         self.require(Feature.SHARD_ASSIGNMENT)
 

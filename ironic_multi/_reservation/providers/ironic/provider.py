@@ -55,6 +55,9 @@ _RESERVATION_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
                        'shard')
 _NODE_FIELDS = ('uuid', 'resource_class', 'properties', 'power_state',
                 'provision_state')
+# What says whether a node is this group's to give a shard key.
+_SHARDING_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
+                    'conductor_group', 'shard')
 _ALLOCATION_FIELDS = ('uuid', 'node_uuid', 'state', 'extra')
 _HEALTH_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'power_state',
                   'maintenance', 'maintenance_reason', 'last_error')
@@ -261,16 +264,56 @@ class IronicProvider(base.NodeProvider):
                 server_max=versions.format(self.api.version), required='1.82',
                 feature='shard assignment')
         keys = shards.ShardKeys(count)
-        assigned = {node['uuid']: keys.fallback_of(node['uuid'])
-                    for node in self.api.iter_nodes(
-                        fields=['uuid'], sharded=False,
-                        conductor_group=self._opts.conductor_group)}
+        assigned, skipped = {}, {}
+        for node in self.api.iter_nodes(
+                fields=_SHARDING_FIELDS, sharded=False,
+                conductor_group=self._opts.conductor_group):
+            why = self._not_ours_to_shard(node)
+            if why:
+                skipped[node['uuid']] = why
+            else:
+                assigned[node['uuid']] = keys.fallback_of(node['uuid'])
         if not dry_run:
             for node_uuid, key in sorted(assigned.items()):
+                # Read again right before the write: claimed meanwhile?
+                node = self.api.get_node(node_uuid, fields=_SHARDING_FIELDS)
+                why = (self._not_ours_to_shard(node)
+                       or (node.get('shard') and 'given a shard key '
+                                                 'meanwhile'))
+                if why:
+                    skipped[node_uuid] = why
+                    continue
                 self.api.patch_node(node_uuid, [
                     {'op': 'add', 'path': '/shard', 'value': key}])
+            for node_uuid in skipped:
+                assigned.pop(node_uuid, None)
             LOG.info('Assigned shard keys to %d node(s)', len(assigned))
-        return assigned
+        if skipped:
+            LOG.info('Left %(count)d node(s) without a shard key: they '
+                     'are not group %(group)s\'s to change',
+                     {'count': len(skipped), 'group': self.group})
+        return assigned, skipped
+
+    def _not_ours_to_shard(self, node):
+        """Why this group must not write the node's shard key, or None.
+
+        A node of another conductor group, or one that an instance holds
+        without this group's mark, is someone else's.
+        """
+        if not states.in_conductor_group(node, self._opts.conductor_group):
+            return 'in conductor group %r' % (node.get('conductor_group')
+                                              or '')
+        if not node.get('instance_uuid'):
+            return None
+        mark = ownership.of(node)
+        if mark is None and self.api.supports('allocations'):
+            # An allocation claim carries the mark until the deploy.
+            mark = ownership.of_allocation(
+                self.api.get_allocation(node['instance_uuid']) or {})
+        if mark is None or mark['group'] != self.group:
+            return 'held by instance %s without the mark of group %s' % (
+                node['instance_uuid'], self.group)
+        return None
 
     def bounded(self, deadline):
         return self.api.bounded(deadline)
