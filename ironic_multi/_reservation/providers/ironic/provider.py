@@ -517,13 +517,55 @@ class IronicProvider(base.NodeProvider):
                     instance=instance_uuid, node=reservation.node_uuid,
                     group=reservation.group, ours=self.group)
             return reservation
-        self.api.patch_node(reservation.node_uuid, ownership.mark_patch(
-            instance_uuid, ownership.mark(self.group)))
+        node = self._holding(reservation.node_uuid, instance_uuid)
+        if node is None:
+            return None
+        if ownership.of(node) is not None:
+            # Marked since the lookup: look again.
+            return self.own(instance_uuid)
+        if not self._patch_held(node, ownership.mark_patch(
+                node, ownership.mark(self.group))):
+            return None
         LOG.info('Marked node %(node)s of instance %(instance)s, claimed '
                  'before ownership marks, as group %(group)s\'s',
                  {'node': reservation.node_uuid, 'instance': instance_uuid,
                   'group': self.group})
         return dataclasses.replace(reservation, group=self.group)
+
+    def _holding(self, node_uuid, instance_uuid):
+        """The node as it is now, or None unless it holds the instance."""
+        try:
+            node = self.api.get_node(node_uuid, fields=deploy.HOLDER_FIELDS)
+        except exception.NodeNotFound:
+            return None
+        return node if node.get('instance_uuid') == instance_uuid else None
+
+    def _patch_held(self, node, patch):
+        """Apply a guarded ``patch`` to ``node`` (as read).
+
+        :returns: False when the guard refused it: the node no longer
+            holds its instance, or no longer under the mark it was read
+            with.
+        """
+        try:
+            self.api.patch_node(node['uuid'], patch)
+            return True
+        except exception.IronicAPIError as e:
+            if e.status_code != 400:
+                raise
+            why = e
+        except exception.NodeConflict as e:
+            # A conflict is also a locked node: only a new holder says the
+            # guard refused it.
+            if self._holding(node['uuid'],
+                             node['instance_uuid']) is not None:
+                raise
+            why = e
+        LOG.warning('Node %(node)s no longer holds instance %(instance)s '
+                    'as it did: left alone (%(error)s)',
+                    {'node': node['uuid'], 'instance': node['instance_uuid'],
+                     'error': why})
+        return False
 
     # -- what is done to a reserved node ---------------------------------
 
@@ -585,9 +627,28 @@ class IronicProvider(base.NodeProvider):
             return None
 
     def mark_host(self, reservation, host):
-        self.api.patch_node(reservation.node_uuid, [{
-            'op': 'add', 'path': '/instance_info/%s' % deploy.HOST_KEY,
-            'value': host}])
+        node = self._holding(reservation.node_uuid,
+                             reservation.instance_uuid)
+        if node is None:
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
+        mark = ownership.of(node)
+        host_mark = {'op': 'add', 'value': host,
+                     'path': '/instance_info/%s' % deploy.HOST_KEY}
+        if mark is None:
+            # Claimed by allocation (the allocation carries the mark), or
+            # before marks: the caller made sure it is this group's.
+            patch = ownership.mark_patch(node, ownership.mark(self.group))
+        elif mark['group'] != self.group:
+            raise exception.ForeignReservation(
+                instance=reservation.instance_uuid,
+                node=reservation.node_uuid, group=mark['group'],
+                ours=self.group)
+        else:
+            patch = [ownership.guard(reservation.instance_uuid, self.group)]
+        if not self._patch_held(node, patch + [host_mark]):
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
 
     # -- failures and quarantine -----------------------------------------
 
