@@ -135,12 +135,7 @@ class ReservationsRelease(base.ShowOne):
 
     def take_action(self, parsed_args):
         provider = self.sources.provider()
-        found = _lookup(provider, parsed_args.instance)
-        if not found.owned_by(provider.group):
-            raise exception.ForeignReservation(
-                instance=found.instance_uuid, node=found.node_uuid or '-',
-                group=found.group or '(none)', ours=provider.group)
-        _refuse_deployed(found)
+        found = _releasable(provider, parsed_args.instance)
         if not parsed_args.yes:
             self.confirm(
                 'Release node %s of instance %s (state %s, host %s)? The '
@@ -148,8 +143,32 @@ class ReservationsRelease(base.ShowOne):
                     found.node_uuid or '-', found.instance_uuid,
                     found.state, found.host or '-'),
                 'Not releasing the reservation of %s' % found.instance_uuid)
+            # The answer may have come minutes later: the reservation may
+            # have moved on meanwhile (deployed, released, claimed again).
+            now = _releasable(provider, parsed_args.instance)
+            if now.node_uuid != found.node_uuid:
+                raise base.ManageError(
+                    'Not releasing the reservation of %s: it holds node %s '
+                    'now, not node %s as when asked' % (
+                        found.instance_uuid, now.node_uuid or '-',
+                        found.node_uuid or '-'))
         provider.release(parsed_args.instance)
         return COLUMNS, _row(found, provider.group)
+
+
+def _releasable(provider, instance_uuid):
+    """The reservation of the instance, if this command may release it.
+
+    :raises ForeignReservation: it is not this group's.
+    :raises ManageError: it is deployed, or deploying.
+    """
+    found = _lookup(provider, instance_uuid)
+    if not found.owned_by(provider.group):
+        raise exception.ForeignReservation(
+            instance=found.instance_uuid, node=found.node_uuid or '-',
+            group=found.group or '(none)', ours=provider.group)
+    _refuse_deployed(found)
+    return found
 
 
 def _refuse_deployed(reservation):

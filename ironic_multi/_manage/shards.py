@@ -30,6 +30,10 @@ class ShardsAssign(base.Lister):
     [ironic_multi]fallback_shard_count of the services, the very key they
     already place the node under, so no node changes owner.  Each node
     given a key is one write to the node provider (a PATCH in Ironic).
+    Only this coordination group's nodes: a node that an instance holds
+    without the group's ownership mark (another deployer's), or one of
+    another conductor group, is left alone and counted on standard
+    error.
     Lists each node and its key; try --dry-run first.  Asks for
     confirmation on the terminal unless --dry-run or --yes; without a
     terminal, --yes is required.  Only node providers that can write shard
@@ -61,16 +65,26 @@ class ShardsAssign(base.Lister):
                         'given keys may change owner',
                         {'count': count, 'configured': configured})
         if not (parsed_args.dry_run or parsed_args.yes):
-            planned = provider.assign_shards(count, dry_run=True)
+            planned, skipped = provider.assign_shards(count, dry_run=True)
             if not planned:
+                self._say_skipped(skipped, provider.group)
                 return self._rows({}, 'assigned')
             self.confirm(
                 'Give %d node(s) without a shard key one of %d keys? Each '
                 'is a write to the node.' % (len(planned), count),
                 'Not assigning shard keys')
-        assigned = provider.assign_shards(count, dry_run=parsed_args.dry_run)
+        assigned, skipped = provider.assign_shards(
+            count, dry_run=parsed_args.dry_run)
+        self._say_skipped(skipped, provider.group)
         return self._rows(assigned, 'would assign' if parsed_args.dry_run
                           else 'assigned')
+
+    def _say_skipped(self, skipped, group):
+        if skipped:
+            self.app.stderr.write(
+                '%d node(s) left alone, not group %s\'s to change: held by '
+                'an instance without its mark, of another conductor group, '
+                'or given a key meanwhile\n' % (len(skipped), group))
 
     @staticmethod
     def _rows(assigned, status):

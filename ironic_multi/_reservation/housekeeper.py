@@ -32,24 +32,31 @@ group runs it at a time (:mod:`.leader`).  A pass:
    (the service crashed between claim and deploy): a claim queued behind
    the deploy throttle of a live service is never stuck;
 3. deletes failed claims that hold no node (allocations in error) whose
-   claimer is gone and whose instance is not being built;
-4. tries to recover the group's nodes left in a failed state (a failed
-   tear down may leave the tenant's data), counting each try as a failure;
+   claimer is gone and whose instance is not being built; when the
+   group's members cannot be listed, rules 2 and 3 do nothing in that
+   pass;
+4. tries to recover the group's nodes left in a failed state, holding no
+   instance (a failed tear down may leave the tenant's data), counting
+   each try as a failure;
 5. quarantines the group's nodes with ``quarantine_after_failures``
    failures in a row, keeping at most ``max_preserved`` under the ``keep``
    or ``cycle`` scheme (Octavia's preservation of failed units); a node
    the quarantine has no room for stays out of claims by its failure
    count;
-6. warns when a resource class has fewer free nodes than its spare target.
+6. forgets its marks (failures, tear down, quarantine) on a node that
+   serves an instance without the group's mark now: another deployer
+   took it, and its later failures are never this group's to repair;
+7. warns when a resource class has fewer free nodes than its spare target.
 
 Before each action it confirms its leadership with the backend and
 re-reads the node, which must still hold the same instance under the same
-mark, in the state the rule saw: the first doubt about leadership ends
-the destruction for the pass.  A pass is bounded by
-``housekeeping_pass_timeout``: what it did not get to is reported as left
-for the next one.  Every action is logged with its reason and counted.
-First sightings are kept in memory: a new leader waits a grace period
-again, which only delays.
+mark (or the same failure marks and no instance), in the state the rule
+saw; so does the release that ends a tear down or a quarantine.  The
+first doubt about leadership ends the destruction for the pass.  A pass
+is bounded by ``housekeeping_pass_timeout``: what it did not get to is
+reported as left for the next one.  Every action is logged with its
+reason and counted.  First sightings are kept in memory: a new leader
+waits a grace period again, which only delays.
 """
 
 import dataclasses
@@ -173,11 +180,16 @@ class Housekeeper(object):
         self._do = _Doer(report, dry_run, self._stats, self.fence,
                          started + self._opts.housekeeping_pass_timeout)
         troubled = self._provider.troubled_nodes()
+        reservations = self._provider.reservations()
+        # Who holds which node, as listed: a node this group marked that
+        # serves someone else now is no longer this group's.
+        self._holders = {r.instance_uuid: r for r in reservations}
         # Oldest first: the "cycle" scheme returns them first.
         self._quarantined = sorted(
-            (t for t in troubled if t.quarantined_at and self._ours(t)),
+            (t for t in troubled if t.quarantined_at and self._ours(t)
+             and not self._changed_hands(t)),
             key=lambda t: t.quarantined_at)
-        self._reservations(self._provider.reservations(), report)
+        self._reservations(reservations, report)
         self._troubled(troubled)
         report.short_of_spares = self._spares()
         report.seconds = time.monotonic() - started
@@ -195,6 +207,16 @@ class Housekeeper(object):
 
     def _ours(self, marked):
         return marked.group is not None and marked.group == self._group
+
+    def _changed_hands(self, node):
+        """Whether a node with this group's marks serves someone else.
+
+        Its holder, as listed, carries no mark of this group's (another
+        deployer's or group's instance).  A holder claimed since the
+        listing is not known yet: the next pass looks again.
+        """
+        holder = self._holders.get(node.holder) if node.holder else None
+        return holder is not None and not self._ours(holder)
 
     # -- what the rules ask -------------------------------------------------
 
@@ -223,9 +245,11 @@ class Housekeeper(object):
             return None
         try:
             return set(self.members())
-        except exception.IronicMultiError as e:
+        except Exception as e:
+            # Fails closed: no claimer is taken for gone.
             report.skipped[STUCK_CLAIMS] = (
-                'the group\'s members cannot be listed: %s' % e)
+                'the group\'s members cannot be listed: %s' % (
+                    str(e) or type(e).__name__))
             return None
 
     # -- reservations -----------------------------------------------------
@@ -250,7 +274,12 @@ class Housekeeper(object):
             # that this group claimed it for the consumer.
             state = None if known is None else known.get(instance, GONE)
             if reservation.node_uuid is None:
-                if (state is not None and state != BUILDING
+                if live is None:
+                    # Its claimer may be alive, and retrying it.
+                    report.skipped.setdefault(
+                        FAILED_CLAIMS, report.skipped.get(
+                            STUCK_CLAIMS, 'the group\'s members are unknown'))
+                elif (state is not None and state != BUILDING
                         and not _claimer_lives(reservation, live)):
                     self._do('release failed claim', 'the claim failed, '
                              'holds no node, and its instance is %s' % state,
@@ -284,11 +313,11 @@ class Housekeeper(object):
         self._seen = {key: seen for key, seen in self._seen.items()
                       if key in alive}
 
-    def _fresh(self, reservation):
+    def _fresh(self, reservation, same_state=True):
         """The reservation as it is now, if nothing changed that matters.
 
         :raises _Changed: it holds another node or none, lost the mark, or
-            moved to another state.
+            moved to another state (unless not ``same_state``).
         """
         current = self._provider.lookup(reservation.instance_uuid)
         if current is None:
@@ -297,13 +326,26 @@ class Housekeeper(object):
             raise _Changed('now on node %s' % current.node_uuid)
         if not self._ours(current):
             raise _Changed('now marked for group %s' % current.group)
-        if current.state != reservation.state:
+        if same_state and current.state != reservation.state:
             raise _Changed('now %s, not %s' % (current.state,
                                                reservation.state))
         return current
 
     def _release(self, reservation):
         self._fresh(reservation)
+        self._provider.release(reservation.instance_uuid)
+
+    def _release_after(self, reservation):
+        """The release that ends an action, fenced like the action.
+
+        What came before it (a tear down, a quarantine) took time: the
+        leadership is confirmed and the node read again first.
+        """
+        if self.fence is not None:
+            self.fence()
+        if self._provider.lookup(reservation.instance_uuid) is None:
+            return  # Ended with the tear down.
+        self._fresh(reservation, same_state=False)
         self._provider.release(reservation.instance_uuid)
 
     def _teardown_and_release(self, reservation):
@@ -318,8 +360,9 @@ class Housekeeper(object):
                 # operator to look at; the claim of the dead instance goes.
                 self._quarantine(base.TroubledNode(
                     node_uuid=current.node_uuid, failures=failures,
-                    reason='tear down failed', group=self._group))
-                self._provider.release(current.instance_uuid)
+                    reason='tear down failed', group=self._group,
+                    holder=current.instance_uuid))
+                self._release_after(current)
                 return
         try:
             # Not waited for: Ironic ends the reservation when its tear
@@ -333,7 +376,7 @@ class Housekeeper(object):
             self._provider.record_failure(current.node_uuid,
                                           'tear down failed: %s' % e)
             raise
-        self._provider.release(current.instance_uuid)
+        self._release_after(current)
 
     # -- troubled nodes ---------------------------------------------------
 
@@ -342,7 +385,14 @@ class Housekeeper(object):
         for node in troubled:
             if not self._ours(node):
                 continue
-            if node.quarantined_at or node.holder:
+            if node.holder:
+                if self._changed_hands(node):
+                    self._do('forget node', 'it serves instance %s now, '
+                             'which is not this group\'s' % node.holder,
+                             self._forget, node)
+                # Else its instance's own business, in this group.
+                continue
+            if node.quarantined_at:
                 continue
             if node.failures >= limit:
                 self._quarantine(node)
@@ -355,14 +405,47 @@ class Housekeeper(object):
                 # A tear down this group asked for ended well: its note
                 # would otherwise make a later owner's failure look ours.
                 self._do('forget tear down', 'the node is healthy again',
-                         lambda n: self._provider.clear_failures(
-                             n.node_uuid), node)
+                         self._forget_teardown, node)
+
+    def _fresh_node(self, node, same_state=True):
+        """The troubled node as it is now, if nothing changed that matters.
+
+        :raises _Changed: it lost this group's marks, holds another
+            instance or none, or moved to another failed state (unless not
+            ``same_state``).
+        """
+        current = self._provider.troubled_node(node.node_uuid)
+        if current is None:
+            raise _Changed('no longer marked or failed')
+        if not self._ours(current):
+            raise _Changed('now marked by group %s' % (current.group or '-'))
+        if current.holder != node.holder:
+            raise _Changed('now holds %s' % (current.holder or 'no instance'))
+        if same_state and current.failed_state != node.failed_state:
+            raise _Changed('now %s' % (current.failed_state or 'healthy'))
+        return current
 
     def _recover(self, node):
+        # Read before any write: the count below names this group.
+        self._fresh_node(node)
         # Each try counts: a node that never recovers is quarantined.
         self._provider.record_failure(node.node_uuid, 'recovery from %s'
                                       % node.failed_state)
         self._provider.recover(node.node_uuid)
+
+    def _forget_teardown(self, node):
+        if not self._fresh_node(node).stale:
+            raise _Changed('no longer healthy')
+        self._provider.clear_failures(node.node_uuid)
+
+    def _forget(self, node):
+        self._fresh_node(node, same_state=False)
+        holder = self._provider.lookup(node.holder)
+        if holder is None or holder.node_uuid != node.node_uuid:
+            raise _Changed('no longer holds instance %s' % node.holder)
+        if self._ours(holder):
+            raise _Changed('instance %s is now this group\'s' % node.holder)
+        self._provider.forget(node.node_uuid)
 
     def _quarantine(self, node):
         quarantined = self._quarantined
@@ -384,12 +467,20 @@ class Housekeeper(object):
                 return
             oldest = quarantined.pop(0)
             self._do('unquarantine', 'cycled out for a newer failure',
-                     lambda n: self._provider.unquarantine(n.node_uuid),
-                     oldest)
+                     self._unquarantine, oldest)
         self._do('quarantine', reason,
-                 lambda n: self._provider.quarantine(n.node_uuid, reason),
-                 node)
+                 lambda n: self._quarantine_node(n, reason), node)
         quarantined.append(node)
+
+    def _quarantine_node(self, node, reason):
+        self._fresh_node(node, same_state=False)
+        self._provider.quarantine(node.node_uuid, reason)
+
+    def _unquarantine(self, node):
+        current = self._fresh_node(node, same_state=False)
+        if current.quarantined_at != node.quarantined_at:
+            raise _Changed('no longer quarantined as it was')
+        self._provider.unquarantine(node.node_uuid)
 
     # -- spares -----------------------------------------------------------
 

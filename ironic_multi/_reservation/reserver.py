@@ -118,6 +118,8 @@ class Reserver(object):
         self._publish_lock = threading.Lock()
         self._listeners = []
         self._refreshed_at = None
+        # What tells this service's consumer from another's (set_consumers).
+        self._identity = None
 
     # -- life -------------------------------------------------------------
 
@@ -132,6 +134,7 @@ class Reserver(object):
         self.provider.start()
         self._join()
         self.refresh()
+        self.check_one_consumer()
         if background:
             # Each pass in a thread of its own: a housekeeping pass waiting
             # for a tear down, or a takeover, must not hold up the refresh,
@@ -275,6 +278,7 @@ class Reserver(object):
             different identities, the consumer counts as one that cannot
             be asked.
         """
+        self._identity = identity
         if identity is not None:
             self.publish_extra(consumer=identity)
         self.housekeeper.consumers = (
@@ -285,15 +289,43 @@ class Reserver(object):
         def ask(instance_uuids):
             others = self.foreign_consumers(identity)
             if others:
-                raise exception.ConfigInvalid(reason=(
-                    'the members of coordination group %s serve different '
-                    'consumers (Nova cells): %s has %s, %s. Give each cell '
-                    'a coordination_group of its own' % (
-                        self.group, self.host, identity, ', '.join(
-                            '%s has %s' % item
-                            for item in sorted(others.items())))))
+                raise exception.ConfigInvalid(
+                    reason=self._many_consumers(identity, others))
             return consumers(instance_uuids)
         return ask
+
+    def _many_consumers(self, identity, others):
+        return ('the members of coordination group %s serve different '
+                'consumers (Nova cells, told apart by their [DEFAULT] '
+                'transport_url): %s has %s, %s. Give each cell an '
+                '[ironic_multi] coordination_group of its own' % (
+                    self.group, self.host, identity, ', '.join(
+                        '%s has %s' % item
+                        for item in sorted(others.items()))))
+
+    def check_one_consumer(self):
+        """Log an ERROR if members serve other consumers (Nova cells).
+
+        Called at start, to say it at once.  Housekeeping then leaves
+        orphans and failed claims alone at each pass: a cell's instances
+        look unknown to another cell.
+
+        :returns: ``{host: identity}`` of the members serving others.
+        """
+        if self._identity is None:
+            return {}
+        try:
+            others = self.foreign_consumers(self._identity)
+        except Exception as e:
+            LOG.warning('Cannot check that coordination group %(group)s '
+                        'serves one Nova cell only: %(error)s',
+                        {'group': self.group, 'error': e})
+            return {}
+        if others:
+            LOG.error('Housekeeping will release no orphan and delete no '
+                      'failed claim: %s',
+                      self._many_consumers(self._identity, others))
+        return others
 
     def foreign_consumers(self, identity):
         """``{host: identity}`` of live members serving another consumer."""

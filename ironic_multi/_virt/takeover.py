@@ -424,7 +424,10 @@ class Takeover(object):
         needed = collections.Counter()
         for _instance, _reservation, current in plans:
             needed.update(_moving(current, source_rp))
-        self._make_room(context, client, node.uuid, needed)
+        if plans:
+            # Placement's inventory is the first write: the lock first.
+            self._still_locked(source, lock)
+            self._make_room(context, client, node.uuid, needed)
         for instance, reservation, current in plans:
             # A takeover is as destructive as it gets for the lost host:
             # stop at the first doubt about the lock.

@@ -36,6 +36,7 @@ from ironic_multi._reservation.requirements import Requirements
 from ironic_multi._reservation import shards
 from ironic_multi.cmd import manage
 from ironic_multi.testing import coordination as coordination_servers
+from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 from ironic_multi.testing import static_nodes
 
@@ -274,16 +275,23 @@ def test_reservations_list_show_and_release(cluster, capsys, monkeypatch):
 
 
 class _Terminal(object):
-    """stdin with typed answers, a terminal or not."""
+    """stdin with typed answers, a terminal or not.
 
-    def __init__(self, text, tty=True):
+    :param meanwhile: called while the operator reads the first question.
+    """
+
+    def __init__(self, text, tty=True, meanwhile=None):
         self._lines = text.splitlines(True)
         self._tty = tty
+        self._meanwhile = meanwhile
 
     def isatty(self):
         return self._tty
 
     def readline(self):
+        if self._meanwhile is not None:
+            self._meanwhile, meanwhile = None, self._meanwhile
+            meanwhile()
         return self._lines.pop(0) if self._lines else ''
 
 
@@ -650,6 +658,33 @@ def test_shards_assign_on_ironic(ironic, ironic_conf, capsys):
     assert 'Warning: 8 shard keys instead of the 4' in err
 
 
+def test_shards_assign_leaves_other_deployers_nodes_alone(
+        ironic, ironic_conf, capsys):
+    # No conductor group set: the command sees the whole Ironic.
+    conf, endpoint, options = ironic_conf
+    nodes = set(ironic.enroll_nodes(3, resource_class='gold'))
+    service = reservers.build_reserver(endpoint, 'ironic-svc', **options)
+    service.start(background=False)
+    try:
+        ours = service.claim(str(uuid.uuid4()), GOLD).node_uuid
+    finally:
+        service.stop()
+    # Held by another deployer, straight through Ironic's API.
+    theirs = (nodes - {ours}).pop()
+    ironic.request('PATCH', '/v1/nodes/%s' % theirs, json=[
+        {'op': 'add', 'path': '/instance_uuid',
+         'value': str(uuid.uuid4())}])
+
+    code, out, err = run(capsys, '--config-file', conf, 'shards assign',
+                         '--yes', '-f', 'json')
+    assert code == 0, err
+    assert {r['Node'] for r in json.loads(out)} == nodes - {theirs}
+    assert ('1 node(s) left alone, not group manage-ironic\'s to change'
+            in err)
+    assert ironic.get_node(theirs)['shard'] is None
+    assert ironic.get_node(ours)['shard'] is not None
+
+
 def test_pool_and_reservations_on_ironic(ironic, ironic_conf, capsys):
     conf, endpoint, options = ironic_conf
     ironic.enroll_nodes(2, resource_class='gold', shard='rack-1')
@@ -675,5 +710,58 @@ def test_pool_and_reservations_on_ironic(ironic, ironic_conf, capsys):
             'State': 'claimed', 'Host': None, 'Shard': 'rack-1',
             'Resource Class': 'gold', 'Power State': 'off',
             'Foreign': None}]
+    finally:
+        service.stop()
+
+
+def test_another_groups_reservation_on_ironic_is_never_released(
+        ironic, ironic_conf, capsys):
+    conf, endpoint, options = ironic_conf
+    (node,) = ironic.enroll_nodes(1, resource_class='gold', shard='rack-1')
+    other = reservers.build_reserver(
+        endpoint, 'other-svc', **dict(options,
+                                      coordination_group='another-group'))
+    other.start(background=False)
+    try:
+        theirs = other.claim(str(uuid.uuid4()), GOLD)
+    finally:
+        other.stop()
+
+    code, out, err = run(capsys, '--config-file', conf,
+                         'reservations list', '-f', 'json')
+    assert code == 0, err
+    assert json.loads(out) == [{
+        'Instance': theirs.instance_uuid, 'Node': node, 'State': 'claimed',
+        'Host': None, 'Shard': 'rack-1', 'Resource Class': 'gold',
+        'Power State': 'off', 'Foreign': 'group another-group'}]
+    assert ('1 of 1 reservation(s) listed are not group manage-ironic\'s'
+            in err)
+    err = fails(capsys, '--config-file', conf, 'reservations release',
+                '--yes', theirs.instance_uuid)
+    assert 'group another-group, not of manage-ironic: left alone' in err
+    assert ironic.get_node(node)['instance_uuid'] == theirs.instance_uuid
+
+
+def test_release_checks_again_after_asking(ironic, ironic_conf, capsys,
+                                           monkeypatch):
+    """The operator answers minutes later: the claim has deployed since."""
+    conf, endpoint, options = ironic_conf
+    ironic.enroll_nodes(1, resource_class='gold', shard='rack-1')
+    service = reservers.build_reserver(endpoint, 'ironic-svc',
+                                       state_poll_interval=0.1, **options)
+    service.start(background=False)
+    try:
+        held = service.claim(str(uuid.uuid4()), GOLD)
+        monkeypatch.setattr(sys, 'stdin', _Terminal(
+            'yes\n', meanwhile=lambda: service.deploy(
+                held, provider_contract.deployment(held.instance_uuid,
+                                                   'ironic-svc'))))
+        err = fails(capsys, '--config-file', conf, 'reservations release',
+                    held.instance_uuid)
+        assert 'Release node %s' % held.node_uuid in err
+        assert 'it is active on node %s' % held.node_uuid in err
+        node = ironic.get_node(held.node_uuid)
+        assert (node['instance_uuid'], node['provision_state']) == (
+            held.instance_uuid, 'active')
     finally:
         service.stop()

@@ -22,6 +22,7 @@ a claim queued for a deploy turn is never "stuck", and a leader that
 loses the coordination backend stops destroying at once.
 """
 
+import signal
 import threading
 import time
 from unittest import mock
@@ -31,13 +32,19 @@ import pytest
 
 from ironic_multi._reservation import housekeeper as housekeeper_mod
 from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation import membership
+from ironic_multi._reservation.providers.ironic import deploy
 from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import provider as \
     ironic_provider
+from ironic_multi._virt import takeover
 from ironic_multi import exception
 from ironic_multi.testing import fault_proxy
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
+from tests.functional.test_operations import _force_state
+from tests.functional.test_reserver_concurrency import GOLD_SPEC
+from tests.functional.test_reserver_concurrency import participants  # noqa
 from tests.functional.waiting import wait_for
 
 SHARD = 'ownership'
@@ -157,8 +164,10 @@ def test_a_stale_failed_claim_never_deletes_the_retry(ironic):
         _claim(provider, instance, [node])
         return listed
 
+    # No member lives: only the re-read can keep the retry.
     housekeeper = housekeeper_mod.Housekeeper(
-        provider.conf, provider, consumers=lambda uuids: {})
+        provider.conf, provider, consumers=lambda uuids: {},
+        members=lambda: set())
     with mock.patch.object(provider, 'reservations', retried_meanwhile):
         housekeeper.run()
 
@@ -184,6 +193,119 @@ def test_a_deploy_never_writes_to_a_node_that_changed_hands(ironic):
     assert 'no longer holds' in str(e.value)
     assert _kept(ironic, node) == before
     assert ironic.get_node(node)['provision_state'] == 'available'
+
+
+def _deployed_by_another(ironic, node, instance):
+    """``node`` deployed for ``instance`` through Ironic's API directly.
+
+    As metalsmith or Bifrost do: no mark of any group.
+    """
+    ironic.request('PATCH', '/v1/nodes/%s' % node, json=[
+        {'op': 'add', 'path': '/instance_uuid', 'value': instance},
+        {'op': 'add', 'path': '/instance_info', 'value': {
+            deploy.HOST_KEY: 'their-host',
+            'image_source': 'http://images.example.com/theirs.qcow2'}}])
+    ironic.request('PUT', '/v1/nodes/%s/states/provision' % node,
+                   expect=(202,), json={'target': 'active'})
+    ironic.wait_for_node(node, provision_state='active')
+
+
+def test_marks_on_a_node_another_took_never_make_it_ours(ironic):
+    """Our tear down's note outlives the hand-over to another deployer.
+
+    It must not make the other deployer's failed tear down ours to
+    recover, count and quarantine.
+    """
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    provider = _provider(ironic.server.endpoint)
+    mine = _new()
+    reservation = _claim(provider, mine, [node])
+    _deploy(provider, reservation)
+    provider.teardown(reservation)
+    provider.release(mine)
+    ironic.wait_for_node(node, provision_state='available',
+                         instance_uuid=None)
+    assert ironic.get_node(node)['extra'][ownership.KEY]['group'] == GROUP
+
+    # Before this group's next pass, another deployer takes the node.
+    theirs = _new()
+    _deployed_by_another(ironic, node, theirs)
+    keeper = housekeeper_mod.Housekeeper(
+        provider.conf, provider, consumers=lambda uuids: {},
+        members=lambda: set())
+    before = _kept(ironic, node)
+    report = keeper.run()
+    assert [(a.kind, a.node_uuid, a.done) for a in report.actions] == [
+        ('forget node', node, True)]
+    # Our note went, and nothing else changed.
+    assert _kept(ironic, node) == dict(before, extra={})
+
+    # Their tear down; its cleaning fails.  Their node, their repair.
+    ironic.request('PUT', '/v1/nodes/%s/states/provision' % node,
+                   expect=(202,), json={'target': 'deleted'})
+    ironic.wait_for_node(node, provision_state='available',
+                         instance_uuid=None)
+    _force_state(ironic, node, 'clean failed')
+    before = _kept(ironic, node)
+    for _ in range(2):
+        assert keeper.run().actions == []
+    assert _kept(ironic, node) == before
+
+
+def test_marking_a_node_never_wipes_a_new_holders_mark(ironic):
+    """An upgrade marks an unmarked claim while it changes hands.
+
+    The instance's node, claimed before marks, is released and claimed
+    by another group between the read and the write: the write must not
+    replace the other group's mark with ours.
+    """
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    provider = _provider(ironic.server.endpoint, use_allocations=False)
+    other = _provider(ironic.server.endpoint, use_allocations=False,
+                      coordination_group='another-group')
+    old, theirs = _new(), _new()
+    ironic.request('PATCH', '/v1/nodes/%s' % node, json=[
+        {'op': 'add', 'path': '/instance_uuid', 'value': old}])
+    real_patch = provider.api.patch_node
+
+    def meanwhile(node_uuid, patch, **kwargs):
+        provider.api.patch_node = real_patch
+        ironic.request('PATCH', '/v1/nodes/%s' % node, json=[
+            {'op': 'remove', 'path': '/instance_uuid'}])
+        _claim(other, theirs, [node])
+        return real_patch(node_uuid, patch, **kwargs)
+
+    provider.api.patch_node = meanwhile
+    assert provider.own(old) is None
+
+    found = ironic.get_node(node)
+    assert found['instance_uuid'] == theirs
+    assert ownership.of(found) == ownership.mark('another-group')
+
+
+def test_a_host_mark_never_lands_on_a_node_that_changed_hands(ironic):
+    """A takeover moves the host mark while the node changes hands."""
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    provider = _provider(ironic.server.endpoint, use_allocations=False)
+    other = _provider(ironic.server.endpoint, use_allocations=False,
+                      coordination_group='another-group')
+    mine, theirs = _new(), _new()
+    reservation = _claim(provider, mine, [node])
+    real_patch = provider.api.patch_node
+
+    def meanwhile(node_uuid, patch, **kwargs):
+        provider.api.patch_node = real_patch
+        provider.release(mine)
+        other.mark_host(_claim(other, theirs, [node]), 'their-host')
+        return real_patch(node_uuid, patch, **kwargs)
+
+    provider.api.patch_node = meanwhile
+    with pytest.raises(exception.ReservationNotFound):
+        provider.mark_host(reservation, 'adopter')
+
+    found = ironic.get_node(node)
+    assert found['instance_uuid'] == theirs
+    assert found['instance_info'][deploy.HOST_KEY] == 'their-host'
 
 
 # -- a claim waiting for its deploy turn --------------------------------------
@@ -259,9 +381,57 @@ def test_a_dead_claimers_claim_is_released_in_one_pass(ironic, tmp_path):
 
 # -- a leader cut off from the coordination backend ---------------------------
 
+def test_a_killed_claimers_claims_are_released_in_one_pass(
+        ironic, participants, tmp_path):  # noqa
+    """SIGKILLed between claim and deploy: it never leaves the group.
+
+    Its membership expires; one pass past stuck_claim_timeout releases
+    all of its claims.
+    """
+    ironic.enroll_nodes(3, resource_class='gold', shard=SHARD)
+    url = 'file://%s' % (tmp_path / 'coordination')
+    group = 'killed-%s' % _new()[:8]
+    timeout = 3
+    (claimer,) = participants(1, url=url, group=group, timeout=timeout)
+    instances = [_new(), _new()]
+    answer = claimer.call(op='claim', instances=instances,
+                          spec=GOLD_SPEC)
+    nodes = [r['node'] for r in answer['results']]
+    assert None not in nodes, answer
+    leader = reservers.build_reserver(
+        ironic.server.endpoint, 'leader', coordination_url=url,
+        coordination_group=group, membership_timeout=timeout,
+        stuck_claim_timeout=3700, housekeeping_interval=3600,
+        pool_refresh_interval=3600, health_poll_interval=3600)
+    leader.start()
+    try:
+        leader.set_consumers(lambda uuids: {u: 'building' for u in uuids})
+        # Alive, its claims are its own.
+        with _later(3701):
+            assert leader.housekeep().actions == []
+
+        claimer.process.send_signal(signal.SIGKILL)
+        claimer.process.wait()
+        wait_for(lambda: not any(
+            membership.host_of(m) == claimer.host
+            for m in leader.membership.members()), timeout + 15,
+            'the killed member to expire')
+        assert leader.housekeep().actions == []
+        with _later(3701):
+            report = leader.housekeep()
+        assert sorted((a.kind, a.instance_uuid, a.done)
+                      for a in report.actions) == sorted(
+            ('time out stuck claim', i, True) for i in instances)
+        for node in nodes:
+            assert ironic.get_node(node)['instance_uuid'] is None
+    finally:
+        leader.stop()
+
+
 def test_a_leader_cut_off_mid_pass_stops_destroying(ironic, etcd,
                                                     record_property):
-    nodes = ironic.enroll_nodes(3, shard=SHARD)
+    # Three orphans, and a node for a claim after the cut.
+    nodes = ironic.enroll_nodes(4, shard=SHARD)[:3]
     timeout = 3
     with fault_proxy.FaultProxy(etcd.replace('etcd3+', '')) as proxy:
         group = 'cut-off-%s' % _new()[:8]
@@ -312,9 +482,16 @@ def test_a_leader_cut_off_mid_pass_stops_destroying(ironic, etcd,
                 (True, False), (False, True), (False, True)]
             assert 'backend' in report.stopped
 
-            # Claims go on without the backend.
+            # Claims go on without the backend...
             assert cut.leadership.leading is False
             assert not cut.housekeep()
+            claimed = cut.claim(_new(), REQUEST)
+            assert ironic.get_node(claimed.node_uuid)['instance_uuid'] == (
+                claimed.instance_uuid)
+            # ...but no takeover: it needs the group's lock.
+            with pytest.raises(exception.TakeoverRefused) as e:
+                takeover.Takeover(cut, 'cut').adopt(None, 'other')
+            assert 'lock' in str(e.value)
 
             # The lock expires; the other member leads; the backend comes
             # back, and exactly one leads.

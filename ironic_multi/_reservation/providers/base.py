@@ -320,8 +320,8 @@ class NodeProvider(abc.ABC):
         never taken.
 
         :returns: the reservation, marked; None when the instance holds
-            none.
-        :raises ReleaseRefused: another group's mark is on it.
+            none (or no longer holds the node it was found on).
+        :raises ForeignReservation: another group's mark is on it.
         """
 
     def assign_shards(self, count, dry_run=False):
@@ -329,9 +329,13 @@ class NodeProvider(abc.ABC):
 
         The key is the node's fallback key for ``count``
         (:class:`~.shards.ShardKeys`), so that a service's ring does not
-        move when keys are written.  (:attr:`Feature.SHARD_ASSIGNMENT`)
+        move when keys are written.  Only this group's nodes: free ones
+        (of its conductor group, if set) and those it holds; never one
+        that an instance holds without the group's mark.
+        (:attr:`Feature.SHARD_ASSIGNMENT`)
 
-        :returns: ``{node_uuid: shard_key}`` of the nodes (to be) changed.
+        :returns: ``({node_uuid: shard_key}, {node_uuid: why})``: the
+            nodes (to be) changed, and those left alone.
         """
         self.require(Feature.SHARD_ASSIGNMENT)
 
@@ -413,6 +417,24 @@ class NodeProvider(abc.ABC):
     @abc.abstractmethod
     def troubled_nodes(self):
         """:class:`TroubledNode` s: failed, failing or quarantined nodes."""
+
+    def troubled_node(self, node_uuid):
+        """The :class:`TroubledNode` of ``node_uuid`` as it is now, or None.
+
+        Read from the source of truth: what the housekeeper checks right
+        before it acts on the node.
+        """
+        return next((node for node in self.troubled_nodes()
+                     if node.node_uuid == node_uuid), None)
+
+    @abc.abstractmethod
+    def forget(self, node_uuid):
+        """Drop this group's marks on the node (failures, tear down...).
+
+        The quarantine's too.  For a node that serves someone else now:
+        its history with this group counts for nothing, and must never
+        make it this group's to recover or quarantine.
+        """
 
     @abc.abstractmethod
     def recover(self, node_uuid):

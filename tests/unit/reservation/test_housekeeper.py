@@ -72,10 +72,10 @@ class Cluster(object):
                 reservation, provider_contract.deployment(instance, host))
         return reservation
 
-    def other_group(self):
+    def other_group(self, **options):
         """A provider of another coordination group on the same files."""
         return self.inventory.provider(reservers.make_conf(
-            coordination_group='another-group'))
+            coordination_group='another-group', **options))
 
     def kinds(self, report):
         return sorted((a.kind, a.instance_uuid or a.node_uuid, a.done)
@@ -293,6 +293,9 @@ def mock_provider(reservations=(), troubled=()):
         (r for r in provider.reservations.return_value
          if r.instance_uuid == uuid), None)
     provider.troubled_nodes.return_value = list(troubled)
+    provider.troubled_node.side_effect = lambda uuid: next(
+        (t for t in provider.troubled_nodes.return_value
+         if t.node_uuid == uuid), None)
     return provider
 
 
@@ -328,6 +331,43 @@ def test_failed_claims_without_a_node_are_released():
     assert sorted(c.args[0] for c in provider.release.call_args_list) == [
         'errored', 'gone']
     assert report.foreign == 2
+
+
+def test_without_the_members_no_failed_claim_is_deleted():
+    # A claimer that cannot be seen may be alive, and retrying its claim
+    # under the same UUID.
+    provider = mock_provider([failed_claim('errored')])
+
+    def unreachable():
+        raise RuntimeError('tooz: the backend is down')
+
+    for members in (unreachable, None):
+        report = housekeeper_mod.Housekeeper(
+            reservers.make_conf(), provider,
+            consumers=lambda uuids: {u: 'error' for u in uuids},
+            members=members).run()
+        assert report.actions == []
+        assert housekeeper_mod.FAILED_CLAIMS in report.skipped
+    assert 'the backend is down' in housekeeper_mod.Housekeeper(
+        reservers.make_conf(), provider, consumers=lambda uuids: {},
+        members=unreachable).run().skipped[housekeeper_mod.FAILED_CLAIMS]
+    assert not provider.release.called
+
+
+def test_a_failed_node_is_read_again_before_any_write():
+    provider = mock_provider(troubled=[base.TroubledNode(
+        node_uuid='n-1', failed_state='clean failed', group=GROUP)])
+    # Since the listing, another deployer's instance landed on it.
+    provider.troubled_node.side_effect = lambda uuid: base.TroubledNode(
+        node_uuid='n-1', failed_state='clean failed', group=GROUP,
+        holder='theirs')
+    report = housekeeper_mod.Housekeeper(reservers.make_conf(),
+                                         provider).run()
+    (action,) = report.actions
+    assert action.kind == 'recover node' and not action.done
+    assert 'now holds theirs' in action.error
+    assert not provider.record_failure.called
+    assert not provider.recover.called
 
 
 def test_failed_nodes_are_recovered_then_quarantined():
@@ -368,6 +408,27 @@ def test_failed_nodes_of_others_are_left_alone():
 
 
 # -- ownership, failing closed, fencing, the bound ----------------------------
+
+def test_marks_on_a_node_that_changed_hands_are_forgotten(tmp_path):
+    # This group tore the node down, noted a failure, and let it go;
+    # another group took it before the next pass.
+    cluster = Cluster(tmp_path)
+    (node,) = cluster.nodes(1)
+    cluster.provider.record_failure(node, 'deploy failed')
+    other = cluster.other_group(failure_cooldown=0)
+    cluster.claim('theirs', provider=other)
+    (noted,) = cluster.provider.troubled_nodes()
+    assert (noted.group, noted.holder) == (cluster.provider.group, 'theirs')
+
+    report = cluster.housekeeper().run()
+    assert cluster.kinds(report) == [('forget node', node, True)]
+    assert cluster.provider.troubled_nodes() == []
+    # Their tear down fails: theirs to repair, not this group's.
+    other.set_state('theirs', lifecycle.State.ERROR)
+    other.record_failure(node, 'their tear down failed')
+    assert cluster.housekeeper().run().actions == []
+    assert other.lookup('theirs').state == lifecycle.State.ERROR
+
 
 def test_reservations_of_others_are_never_touched(tmp_path):
     cluster = Cluster(tmp_path, stuck_claim_timeout=3700)
@@ -419,18 +480,24 @@ def test_nova_unreachable_releases_nothing_and_the_rest_runs(tmp_path):
     assert report.as_dict()['skipped'] == report.skipped
 
 
+def fence_lost_after(confirmed, calls):
+    """A fence that confirms ``confirmed`` times, then says it is lost."""
+    def fence():
+        calls.append(len(calls))
+        if len(calls) > confirmed:
+            raise exception.LeadershipLost(role='housekeeper',
+                                           reason='lost the lock')
+    return fence
+
+
 def test_leadership_lost_stops_the_destruction(tmp_path):
     cluster = Cluster(tmp_path)
     cluster.nodes(3)
     for instance in ('a', 'b', 'c'):
         cluster.claim(instance)
     calls = []
-
-    def fence():
-        calls.append(len(calls))
-        if len(calls) > 1:
-            raise exception.LeadershipLost(role='housekeeper',
-                                           reason='lost the lock')
+    # Asked before the tear down, and again before the release.
+    fence = fence_lost_after(2, calls)
 
     report = cluster.housekeeper(fence=fence).run()
     done = [a for a in report.actions if a.done]
@@ -438,8 +505,53 @@ def test_leadership_lost_stops_the_destruction(tmp_path):
     assert [a.deferred for a in report.actions] == [False, True, True]
     assert 'lost the lock' in report.stopped
     # The fence is not asked again once it said stop.
-    assert len(calls) == 2
+    assert len(calls) == 3
     assert len(cluster.provider.reservations()) == 2
+
+
+def test_the_release_after_a_tear_down_is_fenced_too(tmp_path):
+    # The tear down took its time: the leadership may have gone with it.
+    cluster = Cluster(tmp_path)
+    cluster.nodes(1)
+    cluster.claim('orphan')
+    fence = fence_lost_after(1, [])
+    released = []
+    with mock.patch.object(cluster.provider, 'release',
+                           side_effect=released.append):
+        report = cluster.housekeeper(fence=fence).run()
+    (action,) = report.actions
+    assert (action.done, action.deferred) == (False, True)
+    assert 'lost the lock' in report.stopped
+    assert released == []
+    assert cluster.provider.lookup('orphan').state == (
+        lifecycle.State.RELEASING)
+
+
+def test_the_release_after_a_tear_down_reads_the_node_again(tmp_path):
+    cluster = Cluster(tmp_path)
+    cluster.nodes(1)
+    cluster.claim('orphan')
+    other = cluster.other_group()
+    real = cluster.provider.teardown
+
+    def teardown_then_taken(reservation, *args, **kwargs):
+        # Torn down, released and claimed by another group meanwhile,
+        # under the same instance UUID (a retried build of theirs).
+        done = real(reservation, *args, **kwargs)
+        other.release(reservation.instance_uuid)
+        cluster.claim(reservation.instance_uuid, deploy=False,
+                      provider=other)
+        return done
+
+    released = []
+    with mock.patch.object(cluster.provider, 'teardown',
+                           teardown_then_taken), \
+            mock.patch.object(cluster.provider, 'release',
+                              side_effect=released.append):
+        report = cluster.housekeeper().run()
+    (action,) = report.actions
+    assert not action.done and 'now marked for group' in action.error
+    assert released == []
 
 
 def test_a_pass_is_bounded_and_says_what_it_left(tmp_path):

@@ -309,6 +309,29 @@ def test_two_cells_in_one_group_release_nothing(cluster):
     assert [action.kind for action in report.actions] == ['release orphan']
 
 
+def test_two_cells_in_one_group_are_an_error_at_start(cluster, caplog):
+    a, b = cluster['a'], cluster['b']
+    a.set_consumers(lambda uuids: {}, identity='cell-a')
+    a.refresh()
+    b.stop()
+    b = cluster['b'] = reserver_mod.Reserver(a.conf, host='b')
+    b.set_consumers(lambda uuids: {}, identity='cell-b')
+    caplog.clear()
+    b.start(background=False)
+    errors = [r.getMessage() for r in caplog.records
+              if r.levelname == 'ERROR']
+    assert len(errors) == 1, errors
+    for named in ('coordination group ironic-multi', 'b has cell-b',
+                  'a has cell-a', '[DEFAULT] transport_url',
+                  '[ironic_multi] coordination_group'):
+        assert named in errors[0]
+    assert b.check_one_consumer() == {'a': 'cell-a'}
+    # One cell: nothing to say.
+    b.set_consumers(lambda uuids: {}, identity='cell-a')
+    b.refresh()
+    assert b.check_one_consumer() == {}
+
+
 def test_a_long_housekeeping_pass_holds_up_no_other_periodic(
         tmp_path, monkeypatch):
     """The refresh, the health poll and the operator requests go on.

@@ -584,6 +584,28 @@ def test_a_lock_lost_mid_takeover_stops_it(cloud, context):
     assert adopter.adopt(context, LOST)['adopted'] == UUIDS[1:3]
 
 
+def test_a_lock_lost_before_the_first_instance_changes_nothing(cloud,
+                                                               context):
+    # Lost while the instances were read: not even placement's inventory
+    # is touched.
+    owner = owner_of(LOST)
+    cloud.placement.provider(rp(owner), total=4, reserved=3)
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    adopter = cloud.takeover(owner)
+    real = adopter._check
+
+    def check_then_lose(*args):
+        cloud.locks['takeover.%s' % LOST].owned = False
+        return real(*args)
+
+    adopter._check = check_then_lose
+    with pytest.raises(exception.TakeoverRefused):
+        adopter.adopt(context, LOST)
+    assert cloud.placement.inventories[rp(owner)][RC]['reserved'] == 3
+    assert cloud.placement.puts == [] and cloud.events == []
+
+
 @pytest.mark.parametrize('fields, why', [
     ({'task_state': 'rebooting'}, 'task rebooting in progress on '),
     ({'vm_state': 'building'}, 'its build did not finish on '),

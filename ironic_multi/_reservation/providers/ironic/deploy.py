@@ -169,9 +169,11 @@ class Deployer(object):
         rebuilt for its instance.
         """
         instance_uuid = deployment.instance_uuid
-        mark = ownership.of(self._holder(node, instance_uuid))
+        current = self._holder(node, instance_uuid)
+        mark = ownership.of(current)
         if mark is None:
-            patch = (ownership.mark_patch(instance_uuid,
+            # Guarded by the holder: never another instance's marks.
+            patch = (ownership.mark_patch(current,
                                           ownership.mark(self._group))
                      + instance_info_patch(deployment))
         else:

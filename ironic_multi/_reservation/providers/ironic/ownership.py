@@ -56,9 +56,39 @@ def claim_patch(instance_uuid, value):
             {'op': 'add', 'path': PATH, 'value': {instance_uuid: value}}]
 
 
-def mark_patch(instance_uuid, value):
-    """Write the mark alone (allocation claims, upgrades)."""
-    return [{'op': 'add', 'path': PATH, 'value': {instance_uuid: value}}]
+def mark_patch(node, value):
+    """Write the mark of ``node``'s instance, which has none, alone.
+
+    For allocation claims and upgrades.  Never another instance's mark:
+    where the node carries marks already, only the instance's own key is
+    added (refused, 400, once they are gone); else the whole
+    ``ironic_multi`` dict is written, behind :func:`holder_guard`, which
+    Ironic refuses (409) once the node holds another instance, whose
+    claim wrote marks of its own.
+
+    :param node: the node as read, with ``instance_uuid`` and
+        ``instance_info``.
+    """
+    instance_uuid = node['instance_uuid']
+    if isinstance((node.get('instance_info') or {}).get(KEY), dict):
+        return [{'op': 'add', 'path': '%s/%s' % (PATH, instance_uuid),
+                 'value': value}]
+    return [holder_guard(instance_uuid),
+            {'op': 'add', 'path': PATH, 'value': {instance_uuid: value}}]
+
+
+def holder_guard(instance_uuid):
+    """A no-op while the node holds ``instance_uuid``.
+
+    Ironic applies a PATCH to the node as it reads it and writes only what
+    changed: while the node holds the instance, nothing.  Once it holds
+    another, this is a change of ``instance_uuid``, which Ironic refuses
+    with 409.  (A node that holds none meanwhile would be claimed for the
+    instance again: a claim of this group's, which its housekeeper
+    releases if the instance is gone.)
+    """
+    return {'op': 'replace', 'path': '/instance_uuid',
+            'value': instance_uuid}
 
 
 def guard(instance_uuid, group):

@@ -55,6 +55,9 @@ _RESERVATION_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
                        'shard')
 _NODE_FIELDS = ('uuid', 'resource_class', 'properties', 'power_state',
                 'provision_state')
+# What says whether a node is this group's to give a shard key.
+_SHARDING_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
+                    'conductor_group', 'shard')
 _ALLOCATION_FIELDS = ('uuid', 'node_uuid', 'state', 'extra')
 _HEALTH_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'power_state',
                   'maintenance', 'maintenance_reason', 'last_error')
@@ -261,16 +264,56 @@ class IronicProvider(base.NodeProvider):
                 server_max=versions.format(self.api.version), required='1.82',
                 feature='shard assignment')
         keys = shards.ShardKeys(count)
-        assigned = {node['uuid']: keys.fallback_of(node['uuid'])
-                    for node in self.api.iter_nodes(
-                        fields=['uuid'], sharded=False,
-                        conductor_group=self._opts.conductor_group)}
+        assigned, skipped = {}, {}
+        for node in self.api.iter_nodes(
+                fields=_SHARDING_FIELDS, sharded=False,
+                conductor_group=self._opts.conductor_group):
+            why = self._not_ours_to_shard(node)
+            if why:
+                skipped[node['uuid']] = why
+            else:
+                assigned[node['uuid']] = keys.fallback_of(node['uuid'])
         if not dry_run:
             for node_uuid, key in sorted(assigned.items()):
+                # Read again right before the write: claimed meanwhile?
+                node = self.api.get_node(node_uuid, fields=_SHARDING_FIELDS)
+                why = (self._not_ours_to_shard(node)
+                       or (node.get('shard') and 'given a shard key '
+                                                 'meanwhile'))
+                if why:
+                    skipped[node_uuid] = why
+                    continue
                 self.api.patch_node(node_uuid, [
                     {'op': 'add', 'path': '/shard', 'value': key}])
+            for node_uuid in skipped:
+                assigned.pop(node_uuid, None)
             LOG.info('Assigned shard keys to %d node(s)', len(assigned))
-        return assigned
+        if skipped:
+            LOG.info('Left %(count)d node(s) without a shard key: they '
+                     'are not group %(group)s\'s to change',
+                     {'count': len(skipped), 'group': self.group})
+        return assigned, skipped
+
+    def _not_ours_to_shard(self, node):
+        """Why this group must not write the node's shard key, or None.
+
+        A node of another conductor group, or one that an instance holds
+        without this group's mark, is someone else's.
+        """
+        if not states.in_conductor_group(node, self._opts.conductor_group):
+            return 'in conductor group %r' % (node.get('conductor_group')
+                                              or '')
+        if not node.get('instance_uuid'):
+            return None
+        mark = ownership.of(node)
+        if mark is None and self.api.supports('allocations'):
+            # An allocation claim carries the mark until the deploy.
+            mark = ownership.of_allocation(
+                self.api.get_allocation(node['instance_uuid']) or {})
+        if mark is None or mark['group'] != self.group:
+            return 'held by instance %s without the mark of group %s' % (
+                node['instance_uuid'], self.group)
+        return None
 
     def bounded(self, deadline):
         return self.api.bounded(deadline)
@@ -474,13 +517,55 @@ class IronicProvider(base.NodeProvider):
                     instance=instance_uuid, node=reservation.node_uuid,
                     group=reservation.group, ours=self.group)
             return reservation
-        self.api.patch_node(reservation.node_uuid, ownership.mark_patch(
-            instance_uuid, ownership.mark(self.group)))
+        node = self._holding(reservation.node_uuid, instance_uuid)
+        if node is None:
+            return None
+        if ownership.of(node) is not None:
+            # Marked since the lookup: look again.
+            return self.own(instance_uuid)
+        if not self._patch_held(node, ownership.mark_patch(
+                node, ownership.mark(self.group))):
+            return None
         LOG.info('Marked node %(node)s of instance %(instance)s, claimed '
                  'before ownership marks, as group %(group)s\'s',
                  {'node': reservation.node_uuid, 'instance': instance_uuid,
                   'group': self.group})
         return dataclasses.replace(reservation, group=self.group)
+
+    def _holding(self, node_uuid, instance_uuid):
+        """The node as it is now, or None unless it holds the instance."""
+        try:
+            node = self.api.get_node(node_uuid, fields=deploy.HOLDER_FIELDS)
+        except exception.NodeNotFound:
+            return None
+        return node if node.get('instance_uuid') == instance_uuid else None
+
+    def _patch_held(self, node, patch):
+        """Apply a guarded ``patch`` to ``node`` (as read).
+
+        :returns: False when the guard refused it: the node no longer
+            holds its instance, or no longer under the mark it was read
+            with.
+        """
+        try:
+            self.api.patch_node(node['uuid'], patch)
+            return True
+        except exception.IronicAPIError as e:
+            if e.status_code != 400:
+                raise
+            why = e
+        except exception.NodeConflict as e:
+            # A conflict is also a locked node: only a new holder says the
+            # guard refused it.
+            if self._holding(node['uuid'],
+                             node['instance_uuid']) is not None:
+                raise
+            why = e
+        LOG.warning('Node %(node)s no longer holds instance %(instance)s '
+                    'as it did: left alone (%(error)s)',
+                    {'node': node['uuid'], 'instance': node['instance_uuid'],
+                     'error': why})
+        return False
 
     # -- what is done to a reserved node ---------------------------------
 
@@ -542,9 +627,28 @@ class IronicProvider(base.NodeProvider):
             return None
 
     def mark_host(self, reservation, host):
-        self.api.patch_node(reservation.node_uuid, [{
-            'op': 'add', 'path': '/instance_info/%s' % deploy.HOST_KEY,
-            'value': host}])
+        node = self._holding(reservation.node_uuid,
+                             reservation.instance_uuid)
+        if node is None:
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
+        mark = ownership.of(node)
+        host_mark = {'op': 'add', 'value': host,
+                     'path': '/instance_info/%s' % deploy.HOST_KEY}
+        if mark is None:
+            # Claimed by allocation (the allocation carries the mark), or
+            # before marks: the caller made sure it is this group's.
+            patch = ownership.mark_patch(node, ownership.mark(self.group))
+        elif mark['group'] != self.group:
+            raise exception.ForeignReservation(
+                instance=reservation.instance_uuid,
+                node=reservation.node_uuid, group=mark['group'],
+                ours=self.group)
+        else:
+            patch = [ownership.guard(reservation.instance_uuid, self.group)]
+        if not self._patch_held(node, patch + [host_mark]):
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
 
     # -- failures and quarantine -----------------------------------------
 
@@ -559,10 +663,14 @@ class IronicProvider(base.NodeProvider):
         """Read the node's marks, ``change(marks)``, write them back.
 
         The marks name this group from then on.  Only for nodes this group
-        holds or held: the callers say which.
+        holds or held: the callers say which.  Another group's marks are
+        history of when that group held the node: they count for nothing
+        here, and are replaced.
         """
         marks = dict(_marks(self.api.get_node(node_uuid, fields=['extra'])))
         before = dict(marks)
+        if marks.get('group') not in (None, self.group):
+            marks = {}
         change(marks)
         if any(value is not None for key, value in marks.items()
                if key != 'group'):
@@ -603,26 +711,32 @@ class IronicProvider(base.NodeProvider):
         # Failure marks live in ``extra``, which Ironic cannot filter on:
         # one listing of every node's few fields, once per housekeeping
         # pass, finds them and the nodes in failed states.
-        found = []
-        for node in self.api.iter_nodes(
-                fields=_TROUBLE_FIELDS,
-                conductor_group=self._opts.conductor_group):
-            marks = _marks(node)
-            failed = node.get('provision_state') in states.FAILED
-            if not (failed or marks):
-                continue
-            found.append(base.TroubledNode(
-                node_uuid=node['uuid'], failures=marks.get('failures', 0),
-                last_failure=marks.get('last_failure'),
-                reason=marks.get('reason') or node.get('last_error'),
-                failed_state=node['provision_state'] if failed else None,
-                quarantined_at=marks.get('quarantined_at'),
-                holder=node.get('instance_uuid'),
-                group=marks.get('group'),
-                stale=(not failed and not marks.get('failures')
-                       and not marks.get('quarantined_at')
-                       and node.get('provision_state') in states.SETTLED)))
-        return found
+        found = (_troubled(node) for node in self.api.iter_nodes(
+            fields=_TROUBLE_FIELDS,
+            conductor_group=self._opts.conductor_group))
+        return [node for node in found if node is not None]
+
+    def troubled_node(self, node_uuid):
+        try:
+            node = self.api.get_node(node_uuid, fields=_TROUBLE_FIELDS)
+        except exception.NodeNotFound:
+            return None
+        if not states.in_conductor_group(node, self._opts.conductor_group):
+            return None
+        return _troubled(node)
+
+    def forget(self, node_uuid):
+        # Only the marks: the rest of the node is its holder's.  Ironic
+        # has no conditional write on a value: the caller read the marks
+        # as this group's just before.
+        try:
+            self.api.patch_node(node_uuid, [
+                {'op': 'remove', 'path': '/extra/%s' % _MARKS}])
+        except exception.IronicAPIError as e:
+            if e.status_code != 400:
+                raise
+            LOG.info('Node %s carries no marks any more', node_uuid)
+        self.pool.forget(node_uuid)
 
     def _ours(self, node_uuid, fields=_TROUBLE_FIELDS):
         """The node as it is now; ForeignNode unless this group marked it."""
@@ -663,6 +777,25 @@ class IronicProvider(base.NodeProvider):
         self._ours(node_uuid)
         self._write_marks(node_uuid, {})
         self.api.unset_maintenance(node_uuid)
+
+
+def _troubled(node):
+    """The node as a TroubledNode, or None when it is not troubled."""
+    marks = _marks(node)
+    failed = node.get('provision_state') in states.FAILED
+    if not (failed or marks):
+        return None
+    return base.TroubledNode(
+        node_uuid=node['uuid'], failures=marks.get('failures', 0),
+        last_failure=marks.get('last_failure'),
+        reason=marks.get('reason') or node.get('last_error'),
+        failed_state=node['provision_state'] if failed else None,
+        quarantined_at=marks.get('quarantined_at'),
+        holder=node.get('instance_uuid'),
+        group=marks.get('group'),
+        stale=(not failed and not marks.get('failures')
+               and not marks.get('quarantined_at')
+               and node.get('provision_state') in states.SETTLED))
 
 
 def _problem(node, instance_uuid):

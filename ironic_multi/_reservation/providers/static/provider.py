@@ -399,6 +399,9 @@ class StaticProvider(base.NodeProvider):
     def _change_marks(self, node_uuid, change):
         with self.records.changing() as document:
             marks = document['nodes'].setdefault(node_uuid, {})
+            if marks.get('group') not in (None, self.group):
+                # Another group's history with the node: not this one's.
+                marks.clear()
             change(marks)
             if any(value for key, value in marks.items() if key != 'group'):
                 marks['group'] = self.group
@@ -472,6 +475,12 @@ class StaticProvider(base.NodeProvider):
             marks.update(quarantined_at=time.time(),
                          reason=str(reason)[:255])
         self._change_marks(node_uuid, quarantine)
+
+    def forget(self, node_uuid):
+        with self.records.changing() as document:
+            marks = document['nodes'].get(node_uuid) or {}
+            if marks.get('group') == self.group:
+                del document['nodes'][node_uuid]
 
     def unquarantine(self, node_uuid):
         self._ours(node_uuid)
