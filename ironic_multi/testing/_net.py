@@ -42,6 +42,24 @@ def listening(host, port):
         return False
 
 
+def accept_until(listener, stopping, serve, poll=0.2):
+    """Accept connections until ``stopping`` (an Event) is set.
+
+    ``serve(client)`` is called with each client socket (blocking); it
+    must not block for long.  Returns once the listener is closed.
+    """
+    listener.settimeout(poll)
+    while not stopping.is_set():
+        try:
+            client, _address = listener.accept()
+        except socket.timeout:
+            continue
+        except OSError:
+            return
+        client.settimeout(None)
+        serve(client)
+
+
 def die_with_parent():
     """``preexec_fn``: the kernel kills the child when its parent dies.
 

@@ -43,6 +43,8 @@ import threading
 
 import fixtures
 
+from ironic_multi.testing import _net
+
 LOG = logging.getLogger(__name__)
 
 # Seconds a connection's thread waits for bytes before it looks at the
@@ -116,16 +118,12 @@ class PartitionProxy(fixtures.Fixture):
         thread.start()
 
     def _accept_loop(self):
-        self._listener.settimeout(POLL)
-        while not self._stopping.is_set():
-            try:
-                client, _address = self._listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.connections += 1
-            self._start_thread(self._serve, 'partition-proxy-conn', client)
+        _net.accept_until(self._listener, self._stopping, self._accepted,
+                          POLL)
+
+    def _accepted(self, client):
+        self.connections += 1
+        self._start_thread(self._serve, 'partition-proxy-conn', client)
 
     def _connect(self, client):
         """The client's server connection; None when partitioned."""

@@ -183,3 +183,21 @@ def _alive(pid):
             return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
     except FileNotFoundError:
         return False
+
+
+def test_a_private_database_is_mariadb():
+    from ironic_multi.testing.cloud import cloud as cloud_mod
+
+    with pytest.raises(ValueError, match='db_kind must be mysql'):
+        cloud_mod.Cloud(private_database=True, db_kind='postgresql')
+
+
+def test_partition_needs_the_coordination_proxies():
+    from ironic_multi.testing.cloud import cloud as cloud_mod
+
+    cloud = cloud_mod.Cloud()
+    cloud.coordination_url = 'etcd3+http://127.0.0.1:2379'
+    assert cloud.coordination_url_of('compute-1') == cloud.coordination_url
+    with pytest.raises(cloud_mod.CloudError,
+                       match='coordination_proxies=True'):
+        cloud.partition('compute-1')
