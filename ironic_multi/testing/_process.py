@@ -23,9 +23,9 @@ SQLite).  ``IRONIC_MULTI_TEST_PG_URL`` and ``IRONIC_MULTI_TEST_MYSQL_URL``
 override the admin URLs used to create the databases.
 
 Whatever a server holds is released by the fixture's cleanup, at exit, and
-on SIGTERM or SIGHUP; the kernel kills the server when the thread that
-started it dies (a runner killed by SIGKILL), and the next fixture to start
-removes the directory and database such a runner left
+on SIGTERM or SIGHUP; the kernel kills the server when the test process
+dies (a runner killed by SIGKILL; see ``_net.popen``), and the next
+fixture to start removes the directory and database such a runner left
 (:mod:`~ironic_multi.testing._leftovers`).
 """
 

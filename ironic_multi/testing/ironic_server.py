@@ -167,9 +167,8 @@ class IronicServer(_process.ServerFixture):
     After setUp: ``endpoint``, ``db_kind`` (never ``auto``), ``db_url``,
     ``config_path``, ``log_path``, ``pid`` (also the process group of
     everything Ironic runs), and ``start_seconds`` (database, schema and
-    start); after cleanUp, ``stop_seconds``.  Ironic dies with the thread
-    that started it, so start it from a thread that outlives its use (the
-    main one).
+    start); after cleanUp, ``stop_seconds``.  Ironic dies with the test
+    process, whichever thread started it (see ``_net.popen``).
     """
 
     name = 'ironic'

@@ -118,7 +118,7 @@ class KeystoneServer(_process.ServerFixture):
     ``admin``, ``nova`` and ``ironic`` (:class:`Credentials`), ``db_kind``,
     ``db_url``, ``config_path``, ``log_path``, ``pid`` and
     ``start_seconds``; after cleanUp, ``stop_seconds``.  Like Ironic it
-    dies with the thread that started it.
+    dies with the test process.
     """
 
     name = 'keystone'

@@ -678,7 +678,8 @@ class Cloud(fixtures.Fixture):
 
     def pids(self):
         """``{name: pid}`` of every running process (group) of the cloud."""
-        return {name: s.pid for name, s in self.services.items()
+        # A copy: a fault schedule's thread may add or remove computes.
+        return {name: s.pid for name, s in list(self.services.items())
                 if s.running}
 
     def rss(self, per_process=False):

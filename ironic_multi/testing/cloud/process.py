@@ -213,6 +213,8 @@ class ServerService(object):
         self.server = server
         self.stop_timeout = stop_timeout
         self.start_seconds = None
+        # One change at a time, from whichever thread.
+        self._lock = threading.RLock()
 
     def __repr__(self):
         return '<ServerService %s pid=%s>' % (self.name, self.pid)
@@ -231,7 +233,8 @@ class ServerService(object):
 
     def start(self, wait=True):
         started = time.monotonic()
-        self.server.start(wait=wait)
+        with self._lock:
+            self.server.start(wait=wait)
         if wait:
             self.start_seconds = time.monotonic() - started
             LOG.info('%s ready in %.1f s (pid %d)', self.name,
@@ -247,20 +250,23 @@ class ServerService(object):
 
     def kill(self, signum=signal.SIGKILL, timeout=None):
         """Signal it and wait for it to exit (SIGKILL after ``timeout``)."""
-        self.send_signal(signum)
-        code = self.server.wait(self.stop_timeout if timeout is None
-                                else timeout)
-        # Reaps it, and kills what it forked.
-        self.server.stop(timeout=0)
-        return code
+        with self._lock:
+            self.send_signal(signum)
+            code = self.server.wait(self.stop_timeout if timeout is None
+                                    else timeout)
+            # Reaps it, and kills what it forked.
+            self.server.stop(timeout=0)
+            return code
 
     def stop(self, timeout=None):
-        return self.server.stop(self.stop_timeout if timeout is None
-                                else timeout)
+        with self._lock:
+            return self.server.stop(self.stop_timeout if timeout is None
+                                    else timeout)
 
     def restart(self, wait=True):
-        self.stop()
-        return self.start(wait=wait)
+        with self._lock:
+            self.stop()
+            return self.start(wait=wait)
 
     def rss(self):
         return group_rss(self.pid) if self.running else 0
