@@ -14,9 +14,13 @@
 
 """Ports and child processes of the test servers."""
 
+import concurrent.futures
 import ctypes
+import queue
 import signal
 import socket
+import subprocess
+import threading
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
@@ -38,6 +42,24 @@ def listening(host, port):
         return False
 
 
+def accept_until(listener, stopping, serve, poll=0.2):
+    """Accept connections until ``stopping`` (an Event) is set.
+
+    ``serve(client)`` is called with each client socket (blocking); it
+    must not block for long.  Returns once the listener is closed.
+    """
+    listener.settimeout(poll)
+    while not stopping.is_set():
+        try:
+            client, _address = listener.accept()
+        except socket.timeout:
+            continue
+        except OSError:
+            return
+        client.settimeout(None)
+        serve(client)
+
+
 def die_with_parent():
     """``preexec_fn``: the kernel kills the child when its parent dies.
 
@@ -45,3 +67,38 @@ def die_with_parent():
     SIGKILL, which no cleanup of its own can.
     """
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_spawns = queue.Queue()
+_spawner = None
+_spawner_lock = threading.Lock()
+
+
+def popen(argv, **kwargs):
+    """``subprocess.Popen(argv, **kwargs)`` that dies with this process.
+
+    The child gets :func:`die_with_parent`.  PR_SET_PDEATHSIG fires when
+    the *thread* that forked the child ends, not the process: a server
+    (re)started from a short-lived thread, as a fault schedule's, would be
+    killed with that thread.  So every child is forked by one daemon
+    thread that lives as long as this process.
+    """
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = threading.Thread(target=_spawn_forever, daemon=True,
+                                        name='ironic-multi-spawner')
+            _spawner.start()
+    future = concurrent.futures.Future()
+    _spawns.put((future, argv, kwargs))
+    return future.result()
+
+
+def _spawn_forever():
+    while True:
+        future, argv, kwargs = _spawns.get()
+        try:
+            future.set_result(subprocess.Popen(
+                argv, preexec_fn=die_with_parent, **kwargs))
+        except Exception as e:
+            future.set_exception(e)

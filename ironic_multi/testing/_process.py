@@ -23,9 +23,9 @@ SQLite).  ``IRONIC_MULTI_TEST_PG_URL`` and ``IRONIC_MULTI_TEST_MYSQL_URL``
 override the admin URLs used to create the databases.
 
 Whatever a server holds is released by the fixture's cleanup, at exit, and
-on SIGTERM or SIGHUP; the kernel kills the server when the thread that
-started it dies (a runner killed by SIGKILL), and the next fixture to start
-removes the directory and database such a runner left
+on SIGTERM or SIGHUP; the kernel kills the server when the test process
+dies (a runner killed by SIGKILL; see ``_net.popen``), and the next
+fixture to start removes the directory and database such a runner left
 (:mod:`~ironic_multi.testing._leftovers`).
 """
 
@@ -75,23 +75,40 @@ class ServerFixture(fixtures.Fixture):
     """One server process with a directory and a database of its own.
 
     Subclasses name the server (``name``, also used in directory and
-    database names), give their error class and venv python, and call
-    :meth:`_prepare` first thing in ``_setUp``.  Attributes: ``db_kind``
-    (never ``auto`` after setUp), ``db_url``, ``base_dir``, ``log_path``,
-    ``pid`` (also the process group), ``start_seconds`` (set by the
-    subclass) and, after cleanUp, ``stop_seconds``.
+    database names), give their error class and venv python, call
+    :meth:`_prepare` first thing in ``_setUp``, and say how the server
+    process starts (:meth:`_launch`) and when it serves (:meth:`_ready`).
+    Attributes: ``db_kind`` (never ``auto`` after setUp), ``db_url``,
+    ``base_dir``, ``log_path``, ``pid`` (also the process group; the last
+    one after a stop), ``start_seconds`` (set by the subclass) and, after
+    cleanUp, ``stop_seconds``.
+
+    :param db_url: a database of the caller's (SQLAlchemy URL) instead of
+        one made and dropped by the fixture.
+    :param log_dir: where the log goes (``<name>.log``; kept after
+        cleanUp) instead of the server's directory.
+
+    Once set up, the server process can be stopped, started and restarted
+    (:meth:`stop`, :meth:`start`, :meth:`restart`) on the same port with
+    the same database, configuration and files, as an init system
+    restarts a service.
     """
 
     name = 'server'
     error = ServerError
+    start_timeout = 60
 
-    def __init__(self, db_kind=None):
+    def __init__(self, db_kind=None, db_url=None, log_dir=None):
         super().__init__()
         self.db_kind = db_kind or os.environ.get('IRONIC_MULTI_TEST_DB',
                                                  'auto')
+        if db_url is not None:
+            self.db_kind = sa_url.make_url(db_url).get_backend_name()
         if self.db_kind not in DB_KINDS:
             raise ValueError('Unknown database kind %r, expected one of %s'
                              % (self.db_kind, ', '.join(DB_KINDS)))
+        self.given_db_url = db_url
+        self.log_dir = log_dir
         self.db_url = self.base_dir = self.python = self.log_path = None
         self.start_seconds = self.stop_seconds = None
         self.pid = self._process = self._database = None
@@ -105,7 +122,8 @@ class ServerFixture(fixtures.Fixture):
         _reap_leftovers(self)
         self.base_dir = tempfile.mkdtemp(prefix=_leftovers.prefix(self.name))
         _leftovers.record(self.base_dir)
-        self.log_path = os.path.join(self.base_dir, '%s.log' % self.name)
+        self.log_path = os.path.join(self.log_dir or self.base_dir,
+                                     '%s.log' % self.name)
 
     def run_db_tool(self, *args, stdin=None):
         """Run _ironic_db.py in the server's venv; returns its stdout."""
@@ -120,6 +138,9 @@ class ServerFixture(fixtures.Fixture):
 
     def _create_database(self):
         """Set ``db_kind`` and ``db_url``, creating the database if needed."""
+        if self.given_db_url is not None:
+            self.db_url = self.given_db_url
+            return
         if self.db_kind == 'sqlite' or (
                 self.db_kind == 'auto' and resolve_db_kind('auto') is None):
             self.db_kind = 'sqlite'
@@ -150,14 +171,72 @@ class ServerFixture(fixtures.Fixture):
         """Start the server process, its output going to ``log_path``."""
         with open(self.log_path, 'ab') as log:
             # A session of its own lets cleanup signal every process the
-            # server forks; die_with_parent covers a runner killed by
-            # SIGKILL.
-            self._process = subprocess.Popen(
+            # server forks; _net.popen's die_with_parent covers a runner
+            # killed by SIGKILL.
+            self._process = _net.popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,
-                env=env or self._env(), start_new_session=True,
-                preexec_fn=_net.die_with_parent)
+                env=env or self._env(), start_new_session=True)
         self.pid = self._process.pid
         return self._process
+
+    def _launch(self):
+        """Start the server process of a set-up server (:meth:`start`)."""
+        raise NotImplementedError()
+
+    def _ready(self):
+        """Whether the server serves; may raise OSError while it starts."""
+        raise NotImplementedError()
+
+    # -- process control, once set up ---------------------------------------
+
+    @property
+    def running(self):
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, wait=True):
+        """Start the server process again after :meth:`stop`.
+
+        Same port, database, configuration and files.  With ``wait``,
+        until it serves.
+        """
+        if self.base_dir is None:
+            raise self.error('%s is not set up' % self.name)
+        if self.running:
+            raise self.error('%s is already running' % self.name)
+        self._launch()
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout=None):
+        """Until the server serves; fails early if it exits."""
+        self._wait_until(self._ready, timeout or self.start_timeout,
+                         'ready')
+
+    def stop(self, timeout=None):
+        """SIGTERM the server's process group (SIGKILL after ``timeout``).
+
+        Returns the exit code (None if it had to be killed).  Its port,
+        database and files stay for :meth:`start`.  Idempotent.
+        """
+        return self._stop_process(timeout)
+
+    def restart(self, wait=True):
+        self.stop()
+        self.start(wait=wait)
+
+    def send_signal(self, signum):
+        """Send ``signum`` to the server's process group, if it runs."""
+        if self._process is not None:
+            _signal_group(self._process.pid, signum)
+
+    def wait(self, timeout):
+        """The exit code once the server exits; None after ``timeout``."""
+        if self._process is None:
+            return None
+        try:
+            return self._process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def _wait_until(self, ready, timeout, what):
         """Poll ``ready()`` until it is true; fail early if the server dies.
@@ -202,19 +281,24 @@ class ServerFixture(fixtures.Fixture):
         _LIVE.discard(self)
         self.stop_seconds = time.monotonic() - started
 
-    def _stop_process(self):
+    def _stop_process(self, timeout=None):
         process, self._process = self._process, None
         if process is None:
-            return
+            return None
+        timeout = STOP_TIMEOUT if timeout is None else timeout
+        # A stopped (SIGSTOP) server handles SIGTERM once continued.
+        _signal_group(process.pid, signal.SIGCONT)
         _signal_group(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=STOP_TIMEOUT)
+            code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             LOG.warning('%s did not stop within %d s, killing it',
-                        self.name, STOP_TIMEOUT)
+                        self.name, timeout)
+            code = None
         # Also whatever the master left behind.
         _signal_group(process.pid, signal.SIGKILL)
         process.wait()
+        return code
 
     def _run(self, argv, stdin=None, timeout=None):
         try:
@@ -280,14 +364,16 @@ def database_name(label):
                                       uuid.uuid4().hex[:8])
 
 
-def create_database(python, kind, name, error=ServerError):
+def create_database(python, kind, name, error=ServerError, admin_url=None):
     """Create database ``name`` on the ``kind`` server; return its URL.
 
     ``python`` is a venv's interpreter with SQLAlchemy and the drivers
-    (every server venv has them).
+    (every server venv has them).  ``admin_url``: another server than the
+    machine's (:data:`ADMIN_URLS`).
     """
-    _run_db_tool(python, error, 'create', ADMIN_URLS[kind], name)
-    url = sa_url.make_url(ADMIN_URLS[kind]).set(database=name)
+    admin_url = admin_url or ADMIN_URLS[kind]
+    _run_db_tool(python, error, 'create', admin_url, name)
+    url = sa_url.make_url(admin_url).set(database=name)
     if kind == 'mysql':
         url = url.update_query_dict({'charset': 'utf8mb4'})
     return url.render_as_string(hide_password=False)

@@ -21,6 +21,7 @@
 import contextlib
 import json
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -58,13 +59,19 @@ def delete_group(url, group):
 class EtcdServer(fixtures.Fixture):
     """One etcd process on free loopback ports; ``url`` is its tooz URL.
 
-    ``pid`` is the process's id.
+    ``pid`` is the process's id.  With ``log_dir`` its log is
+    ``log_dir/etcd.log`` (kept after cleanUp), else in its directory.
+    Once set up it can be stopped, started and restarted
+    (:meth:`stop`, :meth:`start`, :meth:`restart`) on the same ports and
+    data directory: the keys survive, as a real etcd's do.
     """
 
-    def __init__(self, binary=None):
+    def __init__(self, binary=None, log_dir=None):
         super().__init__()
         self.binary = binary or shutil.which('etcd')
-        self.url = self.pid = None
+        self.log_dir = log_dir
+        self.url = self.pid = self.log_path = None
+        self._argv = self._client = self._process = None
 
     def _setUp(self):
         if self.binary is None:
@@ -73,27 +80,66 @@ class EtcdServer(fixtures.Fixture):
         base = self.useFixture(fixtures.TempDir()).path
         client = 'http://127.0.0.1:%d' % _net.free_port()
         peer = 'http://127.0.0.1:%d' % _net.free_port()
-        log_path = base + '/etcd.log'
-        with open(log_path, 'wb') as log:
-            process = subprocess.Popen(
-                [self.binary, '--name', 'test', '--data-dir', base + '/data',
-                 '--listen-client-urls', client,
-                 '--advertise-client-urls', client,
-                 '--listen-peer-urls', peer,
-                 '--initial-advertise-peer-urls', peer,
-                 '--initial-cluster', 'test=' + peer],
-                stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_net.die_with_parent)
-        self.addCleanup(_stop, process)
-        self.pid = process.pid
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _healthy(client):
-            if process.poll() is not None or time.monotonic() > deadline:
-                with open(log_path, errors='replace') as f:
+        self.log_path = (self.log_dir or base) + '/etcd.log'
+        self._argv = [
+            self.binary, '--name', 'test', '--data-dir', base + '/data',
+            '--listen-client-urls', client,
+            '--advertise-client-urls', client,
+            '--listen-peer-urls', peer,
+            '--initial-advertise-peer-urls', peer,
+            '--initial-cluster', 'test=' + peer]
+        self._client = client
+        self.addCleanup(self.stop)
+        self.start()
+        self.url = 'etcd3+' + client
+
+    @property
+    def running(self):
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, wait=True):
+        """Start etcd (again): same ports, same data."""
+        if self.running:
+            raise CoordinationServerError('etcd is already running')
+        with open(self.log_path, 'ab') as log:
+            self._process = _net.popen(self._argv, stdout=log,
+                                       stderr=subprocess.STDOUT)
+        self.pid = self._process.pid
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while not _healthy(self._client):
+            if self._process.poll() is not None or (
+                    time.monotonic() > deadline):
+                with open(self.log_path, errors='replace') as f:
                     raise CoordinationServerError(
                         'etcd did not start:\n%s' % f.read()[-3000:])
             time.sleep(0.05)
-        self.url = 'etcd3+' + client
+
+    def stop(self, timeout=None):
+        """SIGTERM (SIGKILL after ``timeout``); returns the exit code."""
+        process, self._process = self._process, None
+        if process is None:
+            return None
+        process.send_signal(signal.SIGCONT)
+        return _stop(process, STOP_TIMEOUT if timeout is None else timeout)
+
+    def restart(self, wait=True):
+        self.stop()
+        self.start(wait=wait)
+
+    def send_signal(self, signum):
+        if self.running:
+            self._process.send_signal(signum)
+
+    def wait(self, timeout):
+        """The exit code once etcd exits; None after ``timeout``."""
+        try:
+            return self._process.wait(timeout) if self._process else None
+        except subprocess.TimeoutExpired:
+            return None
 
 
 def _healthy(url):
@@ -104,13 +150,14 @@ def _healthy(url):
         return False
 
 
-def _stop(process):
+def _stop(process, timeout=STOP_TIMEOUT):
     process.terminate()
     try:
-        process.wait(STOP_TIMEOUT)
+        return process.wait(timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+        return None
 
 
 def file_url(directory=None):

@@ -47,6 +47,8 @@ import urllib.parse
 
 import fixtures
 
+from ironic_multi.testing import _net
+
 LOG = logging.getLogger(__name__)
 
 KINDS = ('stall', 'drop_answer', 'status_503', 'reset', 'delay')
@@ -185,18 +187,12 @@ class FaultProxy(fixtures.Fixture):
         thread.start()
 
     def _accept_loop(self):
-        self._listener.settimeout(0.2)
-        while not self._stopping.is_set():
-            try:
-                client, _address = self._listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            client.settimeout(None)
-            self.connections += 1
-            self._track(client)
-            self._start_thread(self._serve, 'fault-proxy-conn', client)
+        _net.accept_until(self._listener, self._stopping, self._accepted)
+
+    def _accepted(self, client):
+        self.connections += 1
+        self._track(client)
+        self._start_thread(self._serve, 'fault-proxy-conn', client)
 
     def _stop(self):
         self._stopping.set()

@@ -159,22 +159,28 @@ class IronicServer(_process.ServerFixture):
     With ``glance`` (and ``keystone``) Ironic reads images from the Glance
     of Keystone's catalog.
 
+    ``db_url`` and ``log_dir``: see
+    :class:`~ironic_multi.testing._process.ServerFixture`, as are
+    ``stop``, ``start`` and ``restart`` (same port, database and
+    configuration).
+
     After setUp: ``endpoint``, ``db_kind`` (never ``auto``), ``db_url``,
     ``config_path``, ``log_path``, ``pid`` (also the process group of
     everything Ironic runs), and ``start_seconds`` (database, schema and
-    start); after cleanUp, ``stop_seconds``.  Ironic dies with the thread
-    that started it, so start it from a thread that outlives its use (the
-    main one).
+    start); after cleanUp, ``stop_seconds``.  Ironic dies with the test
+    process, whichever thread started it (see ``_net.popen``).
     """
 
     name = 'ironic'
     error = IronicServerError
 
+    start_timeout = START_TIMEOUT
+
     def __init__(self, db_kind=None, automated_clean=False,
                  conductor_group='', max_limit=1000, keystone=None,
                  service_role_elevated_access=False, deploy_powers_on=False,
-                 deploy_delay='0', glance=False):
-        super().__init__(db_kind)
+                 deploy_delay='0', glance=False, db_url=None, log_dir=None):
+        super().__init__(db_kind, db_url=db_url, log_dir=log_dir)
         if service_role_elevated_access and keystone is None:
             raise ValueError('service_role_elevated_access needs keystone')
         self.automated_clean = automated_clean
@@ -197,10 +203,8 @@ class IronicServer(_process.ServerFixture):
         self._write_config()
         self._run([self._bin('ironic-dbsync'), '--config-file',
                    self.config_path, 'create_schema'], timeout=START_TIMEOUT)
-        self._spawn([self._bin('ironic'), '--config-file', self.config_path])
-        # The conductor registers fake-hardware before the API answers for
-        # it; nodes cannot be enrolled before that.
-        self._wait_until(self._has_drivers, START_TIMEOUT, 'ready')
+        self._launch()
+        self.wait_ready()
         self.start_seconds = time.monotonic() - started
         LOG.info('Ironic on %s (%s, %s) ready in %.1f s', self.endpoint,
                  self.db_kind, 'keystone' if self.keystone else 'noauth',
@@ -217,7 +221,12 @@ class IronicServer(_process.ServerFixture):
             headers['X-Auth-Token'] = self.keystone.token('admin', 'system')
         return headers
 
-    def _has_drivers(self):
+    def _launch(self):
+        self._spawn([self._bin('ironic'), '--config-file', self.config_path])
+
+    def _ready(self):
+        # The conductor registers fake-hardware before the API answers for
+        # it; nodes cannot be enrolled before that.
         drivers = requests.get(self.endpoint + '/v1/drivers',
                                headers=self.api_headers(), timeout=5)
         return drivers.ok and bool(drivers.json()['drivers'])

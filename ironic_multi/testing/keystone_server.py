@@ -110,19 +110,26 @@ class KeystoneServer(_process.ServerFixture):
         system-scoped tokens.  Ironic wants ``member`` (or a role implying
         it) for allocations.
 
+    ``db_url`` and ``log_dir``: see
+    :class:`~ironic_multi.testing._process.ServerFixture`, as are
+    ``stop``, ``start`` and ``restart`` (same port, database and keys).
+
     After setUp: ``endpoint``, ``auth_url`` (the v3 API), ``region``,
     ``admin``, ``nova`` and ``ironic`` (:class:`Credentials`), ``db_kind``,
     ``db_url``, ``config_path``, ``log_path``, ``pid`` and
     ``start_seconds``; after cleanUp, ``stop_seconds``.  Like Ironic it
-    dies with the thread that started it.
+    dies with the test process.
     """
 
     name = 'keystone'
     error = KeystoneServerError
 
+    start_timeout = START_TIMEOUT
+
     def __init__(self, db_kind=None, ironic_endpoint=None,
-                 region='RegionOne', nova_system_roles=('member',)):
-        super().__init__(db_kind)
+                 region='RegionOne', nova_system_roles=('member',),
+                 db_url=None, log_dir=None):
+        super().__init__(db_kind, db_url=db_url, log_dir=log_dir)
         self.ironic_endpoint = ironic_endpoint
         self.region = region
         self.nova_system_roles = tuple(nova_system_roles)
@@ -141,13 +148,13 @@ class KeystoneServer(_process.ServerFixture):
         self._prepare(os.path.join(
             os.path.dirname(venvs.ensure_venv('keystone')), 'python'))
         self.config_path = os.path.join(self.base_dir, 'keystone.conf')
-        port = _net.free_port()
-        self.endpoint = 'http://127.0.0.1:%d' % port
+        self.port = _net.free_port()
+        self.endpoint = 'http://127.0.0.1:%d' % self.port
         self.auth_url = self.endpoint + '/v3'
         # Importing Keystone is most of the start: the server imports while
         # the database and the keys are made, then waits for "go".
-        server = self._spawn([self.python, APP, 'serve', str(port)],
-                             stdin=subprocess.PIPE)
+        server = self._serve()
+        go = False
         try:
             self._create_database()
             with open(self.config_path, 'w') as f:
@@ -155,15 +162,11 @@ class KeystoneServer(_process.ServerFixture):
                                       base_dir=self.base_dir))
             self._run([self.python, APP, 'setup', self.config_path,
                        self.auth_url, self.region], timeout=START_TIMEOUT)
-            server.stdin.write(b'go\n')
+            go = True
         finally:
-            try:
-                # Without "go" (setup failed) the server exits.
-                server.stdin.close()
-            except BrokenPipeError:
-                pass  # it died: _wait_until says why
-        self._wait_until(self._answers, max(
-            1, START_TIMEOUT - (time.monotonic() - started)), 'answering')
+            # Without "go" (setup failed) the server exits.
+            self._go(server, go)
+        self.wait_ready(max(1, START_TIMEOUT - (time.monotonic() - started)))
         self._create_accounts()
         if self.ironic_endpoint:
             self.add_endpoint('baremetal', 'ironic', self.ironic_endpoint)
@@ -248,7 +251,24 @@ class KeystoneServer(_process.ServerFixture):
                 'service_id': service_id, 'interface': interface,
                 'region_id': region, 'url': url}}, expect=(201,))
 
-    def _answers(self):
+    def _serve(self):
+        return self._spawn([self.python, APP, 'serve', str(self.port)],
+                           stdin=subprocess.PIPE)
+
+    @staticmethod
+    def _go(server, go=True):
+        try:
+            if go:
+                server.stdin.write(b'go\n')
+            server.stdin.close()
+        except BrokenPipeError:
+            pass  # it died: wait_ready says why
+
+    def _launch(self):
+        # Set up already: the server may serve as soon as it has imported.
+        self._go(self._serve())
+
+    def _ready(self):
         return requests.get(self.auth_url, timeout=5).ok
 
     def add_user(self, name, project, roles=(), system_roles=()):

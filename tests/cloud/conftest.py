@@ -37,14 +37,21 @@ def cloud(record_testsuite_property):
     if log_dir:
         shutil.rmtree(log_dir, ignore_errors=True)
         os.makedirs(log_dir)
-    with Cloud(computes=COMPUTES, nodes=NODES, log_dir=log_dir) as cloud:
+    # Everything the fault tests need: a database of the cloud's own (it
+    # can be restarted), the computes' fault proxy to Ironic, and each
+    # compute's own link to etcd (a partition cuts one).
+    with Cloud(computes=COMPUTES, nodes=NODES, log_dir=log_dir,
+               private_database=True, ironic_proxy=True,
+               coordination_proxies=True) as cloud:
         rss = cloud.rss()
         print('\ncloud: started in %.1f s (%s), RSS %.0f MiB over %d '
-              'process groups' % (
+              'process groups (%s)' % (
                   cloud.start_seconds,
                   ', '.join('%s %.1f s' % item
                             for item in cloud.phases.items()),
-                  rss / 2 ** 20, len(cloud.pids())))
+                  rss / 2 ** 20, len(cloud.pids()),
+                  ', '.join('%s %.0f' % (name, size / 2 ** 20) for name, size
+                            in sorted(cloud.rss(per_process=True).items()))))
         record_testsuite_property('cloud_start_seconds',
                                   round(cloud.start_seconds, 1))
         record_testsuite_property('cloud_rss_mib', round(rss / 2 ** 20))

@@ -28,8 +28,10 @@ ADMIN = cloud_mod.ADMIN_CLOUD
 # Seconds after the kill for the server to settle (the compute restarts
 # and Nova's init_host sets a build it interrupted to ERROR).
 KILL_BOUND = 120
-# Seconds from the start of cleanup_host to the ring without the host.
-LEAVE_BOUND = 2.0
+# Seconds from the start of cleanup_host to the ring without the host:
+# the shard keys move within a second (0.03 to 0.09 s measured in six
+# runs; see doc/source/cloud.rst).
+LEAVE_BOUND = 1.0
 # Nova's log line just before it calls the driver's cleanup_host.
 CLEANUP_STARTS = 'Compute manager waiting up to'
 BURST = ('gold', 'gold', 'silver', 'silver', 'gold-gpu', 'silver-uefi')
@@ -65,8 +67,10 @@ def test_sigkill_compute_in_the_middle_of_a_build(cloud, servers,
     print('\nSIGKILL mid-build: %s after %.1f s'
           % (settled[caught.id].status, seconds))
     assert settled[caught.id].status in cloud_mod.SETTLED
-    # Nova's init_host sets an interrupted build to ERROR without a
-    # clean-up: the server keeps its node until it is deleted.
+    # Nova's init_host sets an interrupted build to ERROR without calling
+    # the driver: a deploy that began ends under the ERROR server, which
+    # keeps its node until it is deleted, as with Nova's in-tree driver
+    # (doc/source/failures.rst says why it is not released before).
     faults.assert_no_node_held_twice(cloud, settled, error_holds=True)
     held = cloud.held_nodes().get(caught.id, [])
     cloud.wait_for_computes(cloud.computes)

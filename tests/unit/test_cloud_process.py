@@ -22,8 +22,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
+import pytest
+
+from ironic_multi.testing import _process
 from ironic_multi.testing.cloud import config
 from ironic_multi.testing.cloud import overlay
 from ironic_multi.testing.cloud import process
@@ -60,6 +64,82 @@ def test_service_start_signal_stop(tmp_path):
     service.start()
     assert service.kill() == -signal.SIGKILL
     assert 'starting sleep 60' in service.log_tail()
+
+
+def test_a_service_started_by_a_thread_outlives_the_thread(tmp_path):
+    """A fault schedule's thread may restart a service, then end.
+
+    PR_SET_PDEATHSIG fires when the thread that forked the child ends:
+    the service must not die with it.
+    """
+    service = process.Service('sleeper', ['sleep', '60'], str(tmp_path),
+                              dict(os.environ))
+    starter = threading.Thread(target=service.start)
+    starter.start()
+    starter.join()
+    try:
+        time.sleep(0.5)
+        assert service.running
+    finally:
+        service.stop(timeout=5)
+
+
+class SleepServer(_process.ServerFixture):
+    """A server fixture whose server is ``sleep``: ready once started."""
+
+    name = 'sleepy'
+
+    def _setUp(self):
+        self._prepare(sys.executable)
+        self._launch()
+        self.wait_ready()
+
+    def _launch(self):
+        self._spawn(['sleep', '60'])
+
+    def _ready(self):
+        return True
+
+
+@pytest.fixture
+def sleep_server(tmp_path, monkeypatch):
+    # No reaping of other runs' leftovers from a unit test.
+    monkeypatch.setattr(_process, '_leftovers_reaped', True)
+    server = SleepServer(db_url='sqlite://', log_dir=str(tmp_path))
+    with server:
+        yield server
+
+
+def test_a_server_fixture_is_controlled_as_a_service(sleep_server,
+                                                     tmp_path):
+    service = process.ServerService('sleepy', sleep_server)
+    first = service.pid
+    assert first and service.running and service.rss() > 0
+    service.restart()
+    second = service.pid
+    assert second not in (None, first) and service.running
+    assert service.stop(timeout=5) == -signal.SIGTERM
+    assert service.pid is None and not service.running
+    # What stays for a start: the same directory.
+    assert os.path.isdir(sleep_server.base_dir)
+    service.start()
+    service.send_signal(signal.SIGSTOP)
+    assert service.kill(signal.SIGKILL) == -signal.SIGKILL
+    assert not service.running
+    service.start()
+    assert service.kill(signal.SIGTERM) == -signal.SIGTERM
+    # The log is in the log dir, appended to by every start.
+    assert sleep_server.log_path == str(tmp_path / 'sleepy.log')
+
+
+def test_a_server_fixture_log_outlives_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(_process, '_leftovers_reaped', True)
+    with SleepServer(db_url='sqlite://', log_dir=str(tmp_path)) as server:
+        base_dir = server.base_dir
+        with open(server.log_path, 'a') as log:
+            log.write('kept\n')
+    assert not os.path.exists(base_dir)
+    assert (tmp_path / 'sleepy.log').read_text() == 'kept\n'
 
 
 def test_reaper_kills_the_groups_of_a_runner_killed_hard(tmp_path):
@@ -103,3 +183,21 @@ def _alive(pid):
             return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
     except FileNotFoundError:
         return False
+
+
+def test_a_private_database_is_mariadb():
+    from ironic_multi.testing.cloud import cloud as cloud_mod
+
+    with pytest.raises(ValueError, match='db_kind must be mysql'):
+        cloud_mod.Cloud(private_database=True, db_kind='postgresql')
+
+
+def test_partition_needs_the_coordination_proxies():
+    from ironic_multi.testing.cloud import cloud as cloud_mod
+
+    cloud = cloud_mod.Cloud()
+    cloud.coordination_url = 'etcd3+http://127.0.0.1:2379'
+    assert cloud.coordination_url_of('compute-1') == cloud.coordination_url
+    with pytest.raises(cloud_mod.CloudError,
+                       match='coordination_proxies=True'):
+        cloud.partition('compute-1')

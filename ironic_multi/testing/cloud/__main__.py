@@ -15,6 +15,7 @@
 """Start the multi-process cloud by hand and keep it until Ctrl-C.
 
     python -m ironic_multi.testing.cloud [--computes K] [--nodes N]
+        [--private-database]
 
 Prints the lines to paste into another shell to use it with the
 ``openstack`` client.  Through tox (its venvs, the code of the working
@@ -41,6 +42,9 @@ def main(argv=None):
                         help='keep the services\' logs there')
     parser.add_argument('--debug', action='store_true',
                         help='debug = true in every service')
+    parser.add_argument('--private-database', action='store_true',
+                        help='a MariaDB server of the cloud\'s own, which '
+                             'can be restarted, instead of the machine\'s')
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format='%(asctime)s %(message)s')
@@ -49,7 +53,8 @@ def main(argv=None):
     # stop it too (ironic_multi.testing._process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     cloud = cloud_mod.Cloud(computes=args.computes, nodes=args.nodes,
-                            log_dir=args.log_dir, debug=args.debug)
+                            log_dir=args.log_dir, debug=args.debug,
+                            private_database=args.private_database)
     with cloud:
         print('\nThe cloud is up (%.0f s, %.0f MiB). In another shell:\n\n'
               '    export OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=%s\n'

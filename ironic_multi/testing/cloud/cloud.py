@@ -24,6 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import uuid
 
 import fixtures
@@ -32,6 +33,7 @@ import yaml
 
 from ironic_multi.testing import _net
 from ironic_multi.testing import _process
+from ironic_multi.testing.cloud import database
 from ironic_multi.testing.cloud import glance
 from ironic_multi.testing.cloud import ironic as cloud_ironic
 from ironic_multi.testing.cloud import neutron
@@ -41,9 +43,11 @@ from ironic_multi.testing.cloud import placement
 from ironic_multi.testing.cloud import process
 from ironic_multi.testing.cloud import rabbitmq
 from ironic_multi.testing import coordination
+from ironic_multi.testing import fault_proxy
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server
 from ironic_multi.testing import keystone_server
+from ironic_multi.testing import partition_proxy
 from ironic_multi.testing import venvs
 
 LOG = logging.getLogger(__name__)
@@ -111,6 +115,17 @@ class Cloud(fixtures.Fixture):
         default; Nova's in-tree ``ironic.IronicDriver`` or
         ``fake.FakeDriver`` for comparisons (one provider per Ironic node,
         or one fake host, instead of ours per compute).
+    :param private_database: run a MariaDB server of the cloud's own
+        (``database``, see :mod:`.database`) for every database, Keystone's
+        and Ironic's included, instead of the machine's; it can be
+        restarted (``restart('database')``).  ``db_kind`` must then be
+        ``mysql`` or None.
+    :param ironic_proxy: put a
+        :class:`~ironic_multi.testing.fault_proxy.FaultProxy` between the
+        computes (only them) and Ironic (``ironic_proxy``).
+    :param coordination_proxies: give each compute a
+        :class:`~ironic_multi.testing.partition_proxy.PartitionProxy` of
+        its own in front of etcd, for :meth:`partition` and :meth:`heal`.
 
     After setUp:
 
@@ -120,10 +135,18 @@ class Cloud(fixtures.Fixture):
         (system scope, for Ironic); :meth:`openstack` runs the client on
         it, :meth:`connection` gives an openstacksdk connection.
     ``services``
-        ``{name: Service}`` of every process the fixture runs itself
-        (rabbitmq, placement, nova-api, nova-conductor, nova-scheduler,
-        glance-api, neutron-api, nova-compute-N); Keystone, Ironic and
-        etcd are ``keystone``, ``ironic_server`` and ``etcd``.
+        ``{name: Service}`` of every process of the cloud, each controlled
+        by name (:meth:`stop`, :meth:`start`, :meth:`restart`,
+        :meth:`kill`): rabbitmq, etcd, keystone, ironic (API and
+        conductor in one process), placement, nova-api, nova-conductor,
+        nova-scheduler, glance-api, neutron-api, nova-compute-HOST, and
+        database with ``private_database``.  The fixtures of Keystone,
+        Ironic and etcd are ``keystone``, ``ironic_server`` and
+        ``etcd``.  Every process logs to ``log_dir/<name>.log``.
+    ``ironic_proxy``
+        with ``ironic_proxy``, the computes' FaultProxy to Ironic.
+    ``coordination_proxies``
+        with ``coordination_proxies``, ``{host: PartitionProxy}``.
     ``computes``
         the compute hosts, in order.
     ``ironic``
@@ -146,12 +169,22 @@ class Cloud(fixtures.Fixture):
                  report_interval=2, service_down_time=10,
                  rpc_response_timeout=30, update_resources_interval=5,
                  deploy_delay='1', instance_build_timeout=60, venv=None,
-                 compute_driver=nova.COMPUTE_DRIVER):
+                 compute_driver=nova.COMPUTE_DRIVER, private_database=False,
+                 ironic_proxy=False, coordination_proxies=False):
         super().__init__()
         self.initial_computes = computes
         self.layout = layout or cloud_ironic.default_layout(nodes, computes)
         self.debug = debug
         self.db_kind = db_kind or 'mysql'
+        if private_database and self.db_kind != 'mysql':
+            raise ValueError('A private database is MariaDB: db_kind must '
+                             'be mysql, not %r' % db_kind)
+        self.private_database = private_database
+        self.use_ironic_proxy = ironic_proxy
+        self.use_coordination_proxies = coordination_proxies
+        self.ironic_proxy = None
+        self.coordination_proxies = {}
+        self.database = None
         self.requested_log_dir = log_dir
         self.nova_options = nova_options or {}
         self.compute_options = compute_options or {}
@@ -205,13 +238,21 @@ class Cloud(fixtures.Fixture):
                                                  self.log_dir))
         rabbit.start(wait=False)
         self.transport_url = rabbit.transport_url
-        self.etcd = self.useFixture(coordination.EtcdServer())
+        if self.private_database:
+            self.database = self._add(database.make_service(
+                self.base_dir, self.log_dir))
+            self.database.start()
+        self.etcd = self.useFixture(coordination.EtcdServer(
+            log_dir=self.log_dir))
+        self._add(process.ServerService('etcd', self.etcd))
         self.coordination_url = self.etcd.url
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
             databases = pool.map(self._create_database, DATABASES)
             self.keystone = self.useFixture(keystone_server.KeystoneServer(
-                db_kind=self.db_kind))
+                db_kind=self.db_kind, log_dir=self.log_dir,
+                db_url=self._private_database_url('keystone')))
             list(databases)
+        self._add(process.ServerService('keystone', self.keystone))
 
         self._phase('keystone accounts and catalog')
         self._create_accounts(ports)
@@ -231,14 +272,19 @@ class Cloud(fixtures.Fixture):
                                     confs['placement']),
                        syncs.submit(glance.sync, self, confs['glance']),
                        syncs.submit(neutron.sync, self, confs['neutron'])]
-            # Ironic dies with the thread that started it: this one.
             self.ironic_server = self.useFixture(
                 ironic_server.IronicServer(
                     db_kind=self.db_kind, keystone=self.keystone,
                     deploy_powers_on=True, deploy_delay=self.deploy_delay,
-                    glance=True))
+                    glance=True, log_dir=self.log_dir,
+                    db_url=self._private_database_url('ironic')))
+            self._add(process.ServerService('ironic', self.ironic_server))
             self.keystone.add_endpoint('baremetal', 'ironic',
                                        self.ironic_server.endpoint)
+            if self.use_ironic_proxy:
+                # Stopped after the computes (cleanups run in reverse).
+                self.ironic_proxy = self.useFixture(
+                    fault_proxy.FaultProxy(self.ironic_server.endpoint))
             # Before Keystone, Ironic and etcd stop: the computes leave
             # the ring and finish their work first.
             self.addCleanup(self._stop_services)
@@ -293,7 +339,19 @@ class Cloud(fixtures.Fixture):
         self.services[service.name] = service
         return service
 
+    def _private_database_url(self, label):
+        """A new database on the private server, or None without one."""
+        if self.database is None:
+            return None
+        return _process.create_database(
+            self.python, 'mysql', label, error=CloudError,
+            admin_url=self.database.admin_url)
+
     def _create_database(self, label):
+        if self.database is not None:
+            # Goes with the server's data directory.
+            self.databases[label] = self._private_database_url(label)
+            return
         # Neutron 29's migrations are MySQL's only (ALTER TABLE ... CONVERT
         # TO CHARACTER SET fails on PostgreSQL).
         kind = 'mysql'
@@ -399,6 +457,11 @@ class Cloud(fixtures.Fixture):
         if host is None:
             host = 'compute-%d' % self._next_compute
             self._next_compute += 1
+        if self.use_coordination_proxies:
+            # Stopped in _stop_services, after the computes.
+            proxy = partition_proxy.PartitionProxy(self._etcd_address())
+            proxy.setUp()
+            self.coordination_proxies[host] = proxy
         conf = nova.compute_config(self, host)
         service = nova.binary_service(self, COMPUTE_BINARY, conf,
                                       name=self.compute_service(host))
@@ -424,7 +487,40 @@ class Cloud(fixtures.Fixture):
         service = self.services.pop(self.compute_service(host))
         service.stop()
         self.computes.remove(host)
+        proxy = self.coordination_proxies.pop(host, None)
+        if proxy is not None:
+            proxy.cleanUp()
         return service
+
+    def _etcd_address(self):
+        parts = urllib.parse.urlsplit(self.coordination_url.split('+', 1)[1])
+        return parts.hostname, parts.port
+
+    def coordination_url_of(self, host):
+        """The ``coordination_url`` of a compute: its proxy's, if any."""
+        proxy = self.coordination_proxies.get(host)
+        if proxy is None:
+            return self.coordination_url
+        return 'etcd3+http://%s:%d' % proxy.address
+
+    def partition(self, host):
+        """Cut ``host``'s compute off from etcd (it still reaches the rest).
+
+        Its requests to etcd get no answer and its connections there are
+        cut, until :meth:`heal`.  Needs ``coordination_proxies``.
+        """
+        self._coordination_proxy(host).partition()
+
+    def heal(self, host):
+        """Undo :meth:`partition`."""
+        self._coordination_proxy(host).heal()
+
+    def _coordination_proxy(self, host):
+        try:
+            return self.coordination_proxies[host]
+        except KeyError:
+            raise CloudError('No coordination proxy for %r (the cloud needs '
+                             'coordination_proxies=True)' % host)
 
     def nova_services(self, binary=COMPUTE_BINARY):
         """``{host: service}`` as Nova's API reports them."""
@@ -581,16 +677,10 @@ class Cloud(fixtures.Fixture):
         return None
 
     def pids(self):
-        """``{name: pid}`` of every process group of the cloud."""
-        pids = {name: s.pid for name, s in self.services.items()
+        """``{name: pid}`` of every running process (group) of the cloud."""
+        # A copy: a fault schedule's thread may add or remove computes.
+        return {name: s.pid for name, s in list(self.services.items())
                 if s.running}
-        for name, fixture in (('keystone', getattr(self, 'keystone', None)),
-                              ('ironic', getattr(self, 'ironic_server',
-                                                 None)),
-                              ('etcd', getattr(self, 'etcd', None))):
-            if fixture is not None and fixture.pid:
-                pids[name] = fixture.pid
-        return pids
 
     def rss(self, per_process=False):
         """Resident memory of the whole cloud in bytes.
@@ -694,13 +784,19 @@ class Cloud(fixtures.Fixture):
         """
         started = time.monotonic()
         services = list(self.services.values())
+        last = ('rabbitmq', database.KIND)
         waves = (
             [s for s in services if s.kind == COMPUTE_BINARY],
             [s for s in services
-             if s.kind not in (COMPUTE_BINARY, 'rabbitmq')],
-            [s for s in services if s.kind == 'rabbitmq'],
+             if s.kind != COMPUTE_BINARY and s.kind not in last],
+            [s for s in services if s.kind in last],
         )
-        for wave in waves:
+        for number, wave in enumerate(waves):
+            if number == 1:
+                # The computes have left the group through them.
+                for proxy in self.coordination_proxies.values():
+                    proxy.cleanUp()
+                self.coordination_proxies.clear()
             with concurrent.futures.ThreadPoolExecutor(
                     max(1, len(wave))) as pool:
                 for service, future in zip(wave, [pool.submit(s.stop)

@@ -23,7 +23,9 @@ The API, conductor and scheduler read one ``nova.conf``; every
 nova-compute has a directory and a ``nova.conf`` of its own
 (``compute_driver = ironic_multi.IronicMultiDriver``, its ``host``,
 ``[ironic]`` system-scoped credentials and ``[ironic_multi]``
-coordination on the cloud's etcd), as separate hosts would.
+coordination on the cloud's etcd), as separate hosts would.  With the
+cloud's fault proxies, ``[ironic] endpoint_override`` is the Ironic
+proxy's and ``coordination_url`` the compute's own etcd proxy's.
 """
 
 import os
@@ -126,7 +128,7 @@ def compute_config(cloud, host):
         },
         'ironic': cloud.keystone.ironic_options('system'),
         'ironic_multi': {
-            'coordination_url': cloud.coordination_url,
+            'coordination_url': cloud.coordination_url_of(host),
             'coordination_group': cloud.coordination_group,
             'membership_timeout': cloud.membership_timeout,
             'pool_refresh_interval': cloud.pool_refresh_interval,
@@ -136,6 +138,10 @@ def compute_config(cloud, host):
         },
     })
     sections['ironic']['valid_interfaces'] = ['internal', 'public']
+    if cloud.ironic_proxy is not None:
+        # Keystone still authenticates; requests go to the proxy instead
+        # of the catalog's Ironic.
+        sections['ironic']['endpoint_override'] = cloud.ironic_proxy.endpoint
     sections = config.merge(sections, cloud.nova_options)
     sections = config.merge(sections, cloud.compute_options)
     return config.write(compute_config_path(cloud, host), sections)

@@ -94,11 +94,12 @@ class Service(object):
                 log.write(b'\n===== ironic-multi cloud: starting %s =====\n'
                           % ' '.join(self.argv).encode())
                 log.flush()
-                self._process = subprocess.Popen(
+                # Forked by a thread that outlives this one (see
+                # _net.popen): a fault schedule's thread may restart it.
+                self._process = _net.popen(
                     self.argv, stdout=log, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, env=self.env,
-                    start_new_session=True,
-                    preexec_fn=_net.die_with_parent)
+                    start_new_session=True)
             _process.reaper().watch_group(self._process.pid)
         if wait:
             self.wait_ready()
@@ -178,11 +179,7 @@ class Service(object):
         return group_rss(self.pid)
 
     def log_tail(self, lines=40):
-        try:
-            with open(self.log_path, errors='replace') as f:
-                return ''.join(f.readlines()[-lines:])
-        except OSError as e:
-            return '(no log: %s)' % e
+        return _tail(self.log_path, lines)
 
     def _wait(self, timeout):
         process = self._process
@@ -197,6 +194,93 @@ class Service(object):
         process = self._process
         if process is not None and process.poll() is not None:
             _process.reaper().forget_group(process.pid)
+
+
+class ServerService(object):
+    """A server fixture (Keystone, Ironic, etcd) seen as a :class:`Service`.
+
+    The same calls (start, stop, restart, kill, send_signal, rss,
+    log_tail) through the fixture's own public ones: ``start(wait)``,
+    ``wait_ready()``, ``stop(timeout)``, ``send_signal(signum)``,
+    ``wait(timeout)``, ``running``, ``pid`` and ``log_path``.  The fixture
+    keeps its port, data and configuration across restarts.
+    """
+
+    def __init__(self, name, server, kind=None,
+                 stop_timeout=STOP_TIMEOUT):
+        self.name = name
+        self.kind = kind or name
+        self.server = server
+        self.stop_timeout = stop_timeout
+        self.start_seconds = None
+        # One change at a time, from whichever thread.
+        self._lock = threading.RLock()
+
+    def __repr__(self):
+        return '<ServerService %s pid=%s>' % (self.name, self.pid)
+
+    @property
+    def pid(self):
+        return self.server.pid if self.server.running else None
+
+    @property
+    def running(self):
+        return self.server.running
+
+    @property
+    def log_path(self):
+        return self.server.log_path
+
+    def start(self, wait=True):
+        started = time.monotonic()
+        with self._lock:
+            self.server.start(wait=wait)
+        if wait:
+            self.start_seconds = time.monotonic() - started
+            LOG.info('%s ready in %.1f s (pid %d)', self.name,
+                     self.start_seconds, self.pid)
+        return self
+
+    def wait_ready(self):
+        self.server.wait_ready()
+        return self
+
+    def send_signal(self, signum):
+        self.server.send_signal(signum)
+
+    def kill(self, signum=signal.SIGKILL, timeout=None):
+        """Signal it and wait for it to exit (SIGKILL after ``timeout``)."""
+        with self._lock:
+            self.send_signal(signum)
+            code = self.server.wait(self.stop_timeout if timeout is None
+                                    else timeout)
+            # Reaps it, and kills what it forked.
+            self.server.stop(timeout=0)
+            return code
+
+    def stop(self, timeout=None):
+        with self._lock:
+            return self.server.stop(self.stop_timeout if timeout is None
+                                    else timeout)
+
+    def restart(self, wait=True):
+        with self._lock:
+            self.stop()
+            return self.start(wait=wait)
+
+    def rss(self):
+        return group_rss(self.pid) if self.running else 0
+
+    def log_tail(self, lines=40):
+        return _tail(self.log_path, lines)
+
+
+def _tail(path, lines):
+    try:
+        with open(path, errors='replace') as f:
+            return ''.join(f.readlines()[-lines:])
+    except (OSError, TypeError) as e:
+        return '(no log: %s)' % e
 
 
 def process_group_pids(pgid):

@@ -1,0 +1,101 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""A MariaDB server of the cloud's own, safe to restart.
+
+The machine's MariaDB is shared with every other test run on the box:
+restarting it is not the cloud's to do.  With ``Cloud(private_database=
+True)`` the cloud runs Debian's ``mariadbd`` itself: a data directory made
+by ``mariadb-install-db`` in the cloud's directory, a free loopback port,
+a socket of its own, root without a password from loopback only.  Every
+database of the cloud (Nova's three, Placement's, Glance's, Neutron's,
+Keystone's and Ironic's) lives there, and ``cloud.restart('database')``
+restarts it as an operator would (SIGTERM: a clean InnoDB shutdown; the
+data directory stays).
+"""
+
+import getpass
+import os
+import shutil
+import subprocess
+
+from ironic_multi.testing import _net
+from ironic_multi.testing.cloud import process
+
+SERVERS = ('mariadbd', 'mysqld')
+INSTALLERS = ('mariadb-install-db', 'mysql_install_db')
+SBIN = ('/usr/sbin', '/usr/bin')
+INSTALL_TIMEOUT = 120
+START_TIMEOUT = 60
+KIND = 'mariadb'
+NAME = 'database'
+# Small: the cloud's databases are a few MB each.
+SETTINGS = (
+    '--bind-address=127.0.0.1',
+    '--skip-name-resolve',
+    '--character-set-server=utf8mb4',
+    '--collation-server=utf8mb4_general_ci',
+    '--innodb-buffer-pool-size=32M',
+    '--performance-schema=off',
+    '--max-connections=500',
+)
+
+
+class DatabaseError(process.ServiceError):
+    pass
+
+
+def _which(names):
+    for name in names:
+        found = shutil.which(name, path=os.pathsep.join(
+            (os.environ.get('PATH', ''),) + SBIN))
+        if found:
+            return found
+    raise DatabaseError('%s is not installed (Debian package '
+                        'mariadb-server)' % names[0])
+
+
+def _user_args():
+    # mariadbd refuses to run as root unless told to.
+    return ['--user=%s' % getpass.getuser()] if os.getuid() == 0 else []
+
+
+def make_service(base_dir, log_dir):
+    """Install a data directory and return the server as a Service.
+
+    ``.admin_url`` is the SQLAlchemy URL of its root (PyMySQL, over TCP).
+    """
+    home = os.path.join(base_dir, 'mariadb')
+    data = os.path.join(home, 'data')
+    os.makedirs(home, exist_ok=True)
+    install = subprocess.run(
+        [_which(INSTALLERS), '--no-defaults', '--datadir=' + data,
+         '--auth-root-authentication-method=normal', '--skip-test-db']
+        + _user_args(), capture_output=True, text=True,
+        timeout=INSTALL_TIMEOUT)
+    if install.returncode:
+        raise DatabaseError('mariadb-install-db exited with %d:\n%s' % (
+            install.returncode, (install.stderr or install.stdout)[-3000:]))
+    port = _net.free_port()
+    argv = [_which(SERVERS), '--no-defaults', '--datadir=' + data,
+            '--socket=' + os.path.join(home, 'mysqld.sock'),
+            '--pid-file=' + os.path.join(home, 'mysqld.pid'),
+            '--port=%d' % port] + list(SETTINGS) + _user_args()
+    service = process.Service(
+        NAME, argv, log_dir, {'PATH': os.environ.get('PATH', '/usr/bin')},
+        ready=lambda: _net.listening('127.0.0.1', port), kind=KIND,
+        start_timeout=START_TIMEOUT)
+    service.port = port
+    service.admin_url = 'mysql+pymysql://root@127.0.0.1:%d/' % port
+    return service
