@@ -32,6 +32,8 @@ class _Spares(columns.FormattableColumn):
 def _line(action):
     if action.get('deferred'):
         outcome = 'left for the next pass'
+        if action.get('error'):
+            outcome += ': %s' % action['error']
     elif action.get('error'):
         outcome = 'failed: %s' % action['error']
     else:
