@@ -48,7 +48,8 @@ mark, in the state the rule saw: the first doubt about leadership ends
 the destruction for the pass.  A pass is bounded by
 ``housekeeping_pass_timeout``: what it did not get to is reported as left
 for the next one, and so is a tear down that the provider refuses as busy
-(Ironic's 409 while a deploy holds the node) until then.  Every action is logged with its reason and counted.
+(Ironic's 409 while a deploy holds the node) until then.  Every action
+is logged with its reason and counted.
 First sightings are kept in memory: a new leader waits a grace period
 again, which only delays.
 """

@@ -427,8 +427,10 @@ def test_housekeeping_run_dry_then_for_real(cluster, capsys):
 
 def test_housekeeping_run_names_the_nodes_kept_out_of_service(cluster,
                                                               capsys):
-    """The quarantine is full: a node that failed too often stays out of
-    claims by its failure count, and the report says which."""
+    """A node the full quarantine has no room for is named.
+
+    It stays out of claims by its failure count only.
+    """
     gold = cluster.nodes['rack-a'] + cluster.nodes[None]
     for node in gold[:4] + cluster.nodes['rack-b'][:1]:  # max_preserved
         cluster.provider.record_failure(node, 'broken fan')

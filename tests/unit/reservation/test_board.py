@@ -104,8 +104,7 @@ def test_a_request_that_fails_unexpectedly_is_answered(services, caplog):
 
 
 def test_a_long_request_holds_up_no_other(services):
-    """A housekeeping pass asked for runs; a pool flush asked meanwhile is
-    answered all the same.
+    """A pool flush is answered while a housekeeping pass asked for runs.
 
     The periodic serves requests again only once its last run returned:
     a run that waits for the pass would hold every request back with it.

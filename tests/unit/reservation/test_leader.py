@@ -127,7 +127,7 @@ def test_zookeeper_a_lost_or_unknown_lock_stands_the_leader_down(
     zk.recipe.release.assert_called_once_with()
 
 
-# -- etcd3 ---------------------------------------------------------------------
+# -- etcd3 --------------------------------------------------------------------
 
 class Etcd3(object):
     """tooz's Etcd3Lock over a mocked etcd3gw client.
@@ -208,4 +208,3 @@ def test_etcd3_an_unexpected_error_is_unknown_and_stands_down(
     named_it = [r for r in caplog.records if named in r.getMessage()]
     assert len(named_it) == 1, caplog.text
     assert named_it[0].levelno == logging.WARNING
-
