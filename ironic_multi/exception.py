@@ -224,6 +224,16 @@ class TeardownFailed(NodeActionFailed):
     msg_fmt = 'Tear down of node %(node)s failed: %(reason)s'
 
 
+class TeardownRefused(TeardownFailed):
+    """Ironic kept refusing the tear down (409: the node is busy).
+
+    Nothing was done to the node; it may be asked again later.
+    """
+
+    msg_fmt = ('Tear down of node %(node)s refused by Ironic until the '
+               'deadline: %(reason)s')
+
+
 class PowerActionFailed(NodeActionFailed):
     msg_fmt = '%(action)s of node %(node)s failed: %(reason)s'
 

@@ -32,6 +32,8 @@ class _Spares(columns.FormattableColumn):
 def _line(action):
     if action.get('deferred'):
         outcome = 'left for the next pass'
+        if action.get('error'):
+            outcome += ': %s' % action['error']
     elif action.get('error'):
         outcome = 'failed: %s' % action['error']
     else:
@@ -51,8 +53,10 @@ class HousekeepingRun(base.ShowOne):
     rules that did not run, and why (Nova could not be asked); Stopped why
     the pass stopped early (its time bound, or a doubt about its
     leadership), what it left being listed as left for the next pass;
-    Short Of Spares the resource classes below their
-    [ironic_multi]spare_targets.
+    Out Of Service the nodes that failed too often and that the full
+    quarantine ([ironic_multi]max_preserved) has no room for: claims skip
+    them by their failure count; Short Of Spares the resource classes
+    below their [ironic_multi]spare_targets.
     """
 
     def get_parser(self, prog_name):
@@ -80,11 +84,12 @@ class HousekeepingRun(base.ShowOne):
         actions = report.get('actions') or []
         skipped = report.get('skipped') or {}
         return (('Leader', 'Dry Run', 'Actions', 'Foreign', 'Skipped',
-                 'Stopped', 'Short Of Spares', 'Seconds'),
+                 'Stopped', 'Out Of Service', 'Short Of Spares', 'Seconds'),
                 (host, base.YesNo(parsed_args.dry_run),
                  base.Lines(actions, [_line(a) for a in actions]),
                  base.Maybe(report.get('foreign')),
                  base.Counters(skipped),
                  base.Maybe(report.get('stopped')),
+                 base.Listing(report.get('out_of_service') or []),
                  _Spares(report.get('short_of_spares') or {}),
                  base.Maybe(report.get('seconds'))))

@@ -25,20 +25,29 @@ owner of a lost host).
 A request: ``{'id': str, 'op': str, 'args': {...}, 'host': str|None}``.
 An answer: ``{'id': str, 'host': str, 'result': {...}}`` or with
 ``'error': str`` instead of a result.
+
+Each request runs in a daemon thread of its own: a long one (a
+housekeeping pass, an adoption) must not hold back the others, nor the
+next look for new requests.  At most :data:`MAX_RUNNING` run at once on
+a service; more wait for a look after one ended.
 """
 
+import threading
 import time
 import uuid
 
 from oslo_log import log as logging
 
 from ironic_multi._reservation import membership as membership_mod
+from ironic_multi._reservation import worker
 from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
 
 # Answers a service keeps publishing, newest last.
 _KEPT_ANSWERS = 20
+# Requests running at once on one service.
+MAX_RUNNING = 4
 
 
 class Desk(object):
@@ -47,17 +56,25 @@ class Desk(object):
     :param host: this service's host.
     :param handlers: ``{op: f(request) -> result dict or None}``; None
         means "not mine", and no answer is published.
+    :param on_answer: ``f(answers)``, called with :attr:`answers` from the
+        request's thread each time one is added, to publish them.
     """
 
-    def __init__(self, host, handlers):
+    def __init__(self, host, handlers, on_answer=None):
         self._host = host
         self.handlers = dict(handlers)
+        self._on_answer = on_answer
         self._done = set()
+        self._running = 0
+        self._lock = threading.Lock()
         self.answers = []
 
     def serve(self, payloads):
-        """Handle the new requests among ``payloads``; True if any was."""
-        served = False
+        """Start the new requests among ``payloads``; how many started.
+
+        It does not wait for them: each runs in a thread of its own.
+        """
+        started = 0
         for member_id, payload in payloads.items():
             if not membership_mod.is_operator(member_id):
                 continue
@@ -65,12 +82,32 @@ class Desk(object):
                 if request['id'] in self._done or request.get('host') not in (
                         None, self._host):
                     continue
-                self._done.add(request['id'])
-                answer = self._handle(request)
-                if answer is not None:
-                    self.answers = (self.answers + [answer])[-_KEPT_ANSWERS:]
-                    served = True
-        return served
+                with self._lock:
+                    if self._running >= MAX_RUNNING:
+                        LOG.info('%d operator requests running: the next '
+                                 'one waits for one of them to end',
+                                 self._running)
+                        return started
+                    self._running += 1
+                    self._done.add(request['id'])
+                worker.in_daemon_thread('ironic-multi-request-%s'
+                                        % request['op'], self._run, request)
+                started += 1
+        return started
+
+    def _run(self, request):
+        try:
+            answer = self._handle(request)
+        finally:
+            with self._lock:
+                self._running -= 1
+        if answer is None:
+            return
+        with self._lock:
+            self.answers = answers = (
+                self.answers + [answer])[-_KEPT_ANSWERS:]
+        if self._on_answer is not None:
+            self._on_answer(answers)
 
     def _handle(self, request):
         handler = self.handlers.get(request['op'])

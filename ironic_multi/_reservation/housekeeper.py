@@ -54,9 +54,11 @@ mark (or the same failure marks and no instance), in the state the rule
 saw; so does the release that ends a tear down or a quarantine.  The
 first doubt about leadership ends the destruction for the pass.  A pass
 is bounded by ``housekeeping_pass_timeout``: what it did not get to is
-reported as left for the next one.  Every action is logged with its
-reason and counted.  First sightings are kept in memory: a new leader
-waits a grace period again, which only delays.
+reported as left for the next one, and so is a tear down that the
+provider refuses as busy (Ironic's 409 while a deploy holds the node)
+until then.  Every action is logged with its reason and counted.  First
+sightings are kept in memory: a new leader waits a grace period again,
+which only delays.
 """
 
 import dataclasses
@@ -88,8 +90,9 @@ STUCK_CLAIMS = 'stuck claims'
 class Action:
     """One thing the housekeeper did, would do, or left for later.
 
-    :ivar deferred: not tried: the pass stopped first (see
-        :attr:`Report.stopped`).
+    :ivar deferred: not done, left for the next pass: the pass stopped
+        first (see :attr:`Report.stopped`), or the provider kept the node
+        busy until the pass's bound (:attr:`error` says so).
     """
 
     kind: str
@@ -139,6 +142,10 @@ class Report:
 
 class _Changed(Exception):
     """The node is no longer as the rule saw it: the action is moot."""
+
+
+class _Busy(Exception):
+    """The provider keeps the node busy: the action waits a pass."""
 
 
 class Housekeeper(object):
@@ -366,9 +373,15 @@ class Housekeeper(object):
                 return
         try:
             # Not waited for: Ironic ends the reservation when its tear
-            # down ends, and the next pass sees how it went.
-            if not self._provider.teardown(current, wait=False):
+            # down ends, and the next pass sees how it went.  A node kept
+            # busy (a deploy holds its lock) is not waited for past the
+            # pass's bound.
+            if not self._provider.teardown(current, wait=False,
+                                           deadline=self._do.deadline):
                 return
+        except exception.TeardownRefused as e:
+            # Nothing was done to the node: no failure of its own.
+            raise _Busy(str(e)) from e
         except exception.TeardownFailed as e:
             # The node may hold the tenant's data: it stays with the dead
             # instance, and out of service, until a tear down works or
@@ -519,7 +532,7 @@ class _Doer(object):
         self._dry_run = dry_run
         self._stats = stats
         self._fence = fence
-        self._deadline = deadline
+        self.deadline = deadline
 
     def __call__(self, kind, reason, function, subject):
         action = Action(kind=kind, reason=reason,
@@ -538,6 +551,13 @@ class _Doer(object):
             return
         try:
             function(subject)
+        except _Busy as e:
+            action.deferred = True
+            action.error = str(e)
+            LOG.info('Housekeeping leaves %(kind)s (node %(node)s, instance '
+                     '%(instance)s) for the next pass: %(error)s',
+                     dict(_fields(action), error=e))
+            return
         except _Changed as e:
             action.error = 'not done: %s' % e
             LOG.info('Housekeeping did not %(kind)s (node %(node)s, '
@@ -568,7 +588,7 @@ class _Doer(object):
             self._stats.count('housekeeping: %s' % kind)
 
     def _check(self):
-        if time.monotonic() >= self._deadline:
+        if time.monotonic() >= self.deadline:
             self._stop('the pass reached housekeeping_pass_timeout; the '
                        'rest is left for the next pass')
             return

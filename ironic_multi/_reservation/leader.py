@@ -48,8 +48,18 @@ def still_owner(lock):
     try:
         return bool(lock.is_still_owner())
     except tooz.NotImplemented:
-        if type(lock).__module__ == 'tooz.drivers.etcd3gw':
-            return _etcd3_still_owner(lock)
+        if type(lock).__module__ != 'tooz.drivers.etcd3gw':
+            return None
+    try:
+        return _etcd3_still_owner(lock)
+    except Exception as e:
+        # It reads tooz's private attributes, which any release of tooz
+        # may change, and calls etcd3gw beneath tooz's error translation:
+        # whatever goes wrong, nobody can say, and the leader stands down.
+        LOG.warning('Cannot ask etcd3 whether this member still holds lock '
+                    '%(name)s (%(type)s: %(error)s): taking it as unknown',
+                    {'name': lock.name, 'type': type(e).__name__,
+                     'error': e})
         return None
 
 
@@ -101,10 +111,13 @@ class Leadership(object):
         except exception.LeadershipLost as e:
             LOG.warning('%s', e)
         except (tooz.ToozError, exception.CoordinationUnavailable) as e:
-            # Without the backend nobody can be sure to lead: stand down.
+            # Without the backend nobody can be sure to lead: stand down,
+            # giving the lock up if the backend still listens (a ZooKeeper
+            # lock's node would otherwise outlive the lead, and block the
+            # next leader, for as long as the session lives).
             LOG.warning('Cannot tell who leads %(role)s (%(error)s); not '
                         'leading', {'role': self._role, 'error': e})
-            self._lock = None
+            self._stand_down()
         return self.leading
 
     def confirm(self):

@@ -102,7 +102,8 @@ class Reserver(object):
             members=self.membership.members)
         self.desk = board.Desk(self.host, {
             'flush': self._serve_flush,
-            'housekeeping': self._serve_housekeeping})
+            'housekeeping': self._serve_housekeeping},
+            on_answer=self._publish_answers)
         self._periodics = []
         self._extra = {}
         self._worker = None
@@ -249,10 +250,16 @@ class Reserver(object):
     # -- operator requests ------------------------------------------------
 
     def serve_requests(self):
-        """Run the operator requests addressed to this service."""
-        if self.desk.serve(self.membership.published()):
-            with self._publish_lock:
-                self.capacity.amend(answers=self.desk.answers)
+        """Start the operator requests addressed to this service.
+
+        Each runs in a thread of its own (:class:`~.board.Desk`) and
+        publishes its answer when it ends.
+        """
+        self.desk.serve(self.membership.published())
+
+    def _publish_answers(self, answers):
+        with self._publish_lock:
+            self.capacity.amend(answers=answers)
 
     def _serve_flush(self, request):
         self.provider.flush()

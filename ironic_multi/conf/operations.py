@@ -49,7 +49,8 @@ OPTS = [
              'starts no further action; what it did not get to is reported '
              'as left for the next pass. Tear downs are requested, not '
              'waited for: Ironic ends them, and the next pass sees how '
-             'they went.'),
+             'they went; one that Ironic refuses as busy is asked again '
+             'until this bound, not for unprovision_timeout.'),
     cfg.IntOpt(
         'stuck_claim_timeout',
         default=3600,

@@ -433,6 +433,31 @@ def test_housekeeping_run_dry_then_for_real(cluster, capsys):
     assert [r['Quarantined'] for r in pool if r['Shard'] == 'rack-b'] == [1]
 
 
+def test_housekeeping_run_names_the_nodes_kept_out_of_service(cluster,
+                                                              capsys):
+    """A node the full quarantine has no room for is named.
+
+    It stays out of claims by its failure count only.
+    """
+    gold = cluster.nodes['rack-a'] + cluster.nodes[None]
+    for node in gold[:4] + cluster.nodes['rack-b'][:1]:  # max_preserved
+        cluster.provider.record_failure(node, 'broken fan')
+        cluster.provider.quarantine(node, 'broken fan')
+    broken = gold[4]
+    for _ in range(3):
+        cluster.provider.record_failure(broken, 'deploy failed')
+
+    report = run_json(capsys, cluster.conf, 'housekeeping run',
+                      '--timeout', '20')
+
+    assert report['Actions'] == []
+    assert report['Out Of Service'] == [broken]
+    code, out, err = run(capsys, '--config-file', cluster.conf,
+                         'housekeeping run', '--timeout', '20')
+    assert code == 0, err
+    assert broken in out and 'Out Of Service' in out
+
+
 def test_instances_adopt_asks_the_services(cluster, capsys):
     asked = []
 

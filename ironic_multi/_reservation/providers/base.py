@@ -360,14 +360,18 @@ class NodeProvider(abc.ABC):
         """
 
     @abc.abstractmethod
-    def teardown(self, reservation, vifs=(), wait=True):
+    def teardown(self, reservation, vifs=(), wait=True, deadline=None):
         """Remove every trace of the instance but the claim; idempotent.
 
         :param vifs: VIF IDs the caller knows of, detached as well.
         :param wait: wait for the tear down to end; else only start it.
+        :param deadline: ``time.monotonic()`` value past which a node the
+            provider keeps busy is not waited for (TeardownRefused).
         :returns: True when it has ended (or there was nothing to do),
             False when it goes on in the provider (only without ``wait``):
             the reservation is then the provider's to end, or to fail.
+        :raises TeardownRefused: the provider refused it until the
+            deadline, the node being busy; nothing was done.
         :raises TeardownFailed: the node may still hold the instance.
         """
 

@@ -14,9 +14,12 @@
 
 """Operator requests through the coordination group (file://)."""
 
+import threading
+
 import pytest
 
 from ironic_multi._reservation import board
+from ironic_multi._reservation import housekeeper
 from ironic_multi._reservation import membership
 from ironic_multi._reservation import ring
 from ironic_multi.testing import reservers
@@ -98,6 +101,40 @@ def test_a_request_that_fails_unexpectedly_is_answered(services, caplog):
     # Served once, all the same.
     a.serve_requests()
     assert len(a.desk.answers) == 1
+
+
+def test_a_long_request_holds_up_no_other(services):
+    """A pool flush is answered while a housekeeping pass asked for runs.
+
+    The periodic serves requests again only once its last run returned:
+    a run that waits for the pass would hold every request back with it.
+    """
+    start, operator = services
+    a = start('a')
+    in_pass, end_pass = threading.Event(), threading.Event()
+
+    def long_pass(dry_run=False):
+        in_pass.set()
+        end_pass.wait(30)
+        return housekeeper.Report()
+
+    a.housekeeper.run = long_pass
+    requester = board.Requester(operator)
+    try:
+        slow = requester.ask('housekeeping', host='a')
+        periodic = threading.Thread(target=a.serve_requests, daemon=True)
+        periodic.start()
+        assert in_pass.wait(10)
+        periodic.join(5)
+        assert not periodic.is_alive(), 'serving waits for the pass'
+        flush = requester.ask('flush', host='a')
+        a.serve_requests()
+        assert 'read' in requester.answers(flush, timeout=5)['a']['result']
+        assert not end_pass.is_set() and requester.answers(
+            slow, timeout=0) == {}
+    finally:
+        end_pass.set()
+    assert requester.answers(slow, timeout=5)['a']['result']['actions'] == []
 
 
 def test_only_the_leader_keeps_house_on_request(services):

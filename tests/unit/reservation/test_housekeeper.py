@@ -24,6 +24,9 @@ import pytest
 from ironic_multi._reservation import housekeeper as housekeeper_mod
 from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers import base
+from ironic_multi._reservation.providers.ironic import client as ironic_client
+from ironic_multi._reservation.providers.ironic import provider as \
+    ironic_provider
 from ironic_multi import exception
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
@@ -575,6 +578,47 @@ def test_a_pass_is_bounded_and_says_what_it_left(tmp_path):
     assert 'housekeeping_pass_timeout' in report.stopped
     assert report.as_dict()['deferred'] == 2
     assert len(cluster.provider.reservations()) == 2
+
+
+def test_a_node_ironic_keeps_busy_is_left_for_the_next_pass(clock):
+    """A tear down refused (409) for longer than the pass may last.
+
+    Ironic refuses a tear down while a deploy holds the node's lock: the
+    request is retried until the pass's bound, not for
+    ``unprovision_timeout``, and the node is left for the next pass,
+    neither released nor counted as a failure.
+    """
+    conf = reservers.make_conf(housekeeping_pass_timeout=60,
+                               unprovision_timeout=3600,
+                               state_poll_interval=1.0,
+                               orphan_grace_period=0)
+    busy, other = (lifecycle.Reservation(
+        instance_uuid=instance, node_uuid='node-%s' % instance,
+        state=lifecycle.State.ACTIVE, group=GROUP, host='host-1')
+        for instance in ('busy', 'other'))
+    provider = mock_provider([busy, other])
+    api = mock.create_autospec(ironic_client.IronicAPI, instance=True)
+    api.get_node.return_value = {
+        'uuid': busy.node_uuid, 'instance_uuid': 'busy',
+        'provision_state': 'deploying', 'target_provision_state': 'active'}
+    api.set_provision_state.side_effect = exception.NodeConflict(
+        node=busy.node_uuid, reason='locked by a conductor')
+    provider.teardown.side_effect = ironic_provider.IronicProvider(
+        conf, api=api).teardown
+    started = clock[0]
+
+    report = housekeeper_mod.Housekeeper(
+        conf, provider, consumers=lambda uuids: {}).run()
+
+    assert clock[0] - started <= 60
+    first, second = report.actions
+    assert (first.instance_uuid, first.done, first.deferred) == (
+        'busy', False, True)
+    assert 'refused' in first.error and 'locked' in first.error
+    assert second.deferred and 'housekeeping_pass_timeout' in report.stopped
+    assert report.as_dict()['deferred'] == 2
+    provider.record_failure.assert_not_called()
+    provider.release.assert_not_called()
 
 
 def test_a_node_that_changed_since_the_listing_is_left(tmp_path):

@@ -230,7 +230,8 @@ class Deployer(object):
 
     # -- tear down --------------------------------------------------------
 
-    def teardown(self, node, instance_uuid, vifs=(), wait=True):
+    def teardown(self, node, instance_uuid, vifs=(), wait=True,
+                 deadline=None):
         """Remove every trace of ``instance_uuid`` but the claim; idempotent.
 
         A deployed node is unprovisioned (Ironic clears instance_uuid,
@@ -239,8 +240,13 @@ class Deployer(object):
         ownership mark, which goes with the claim.
 
         :param wait: wait for Ironic's tear down to end.
+        :param deadline: ``time.monotonic()`` value past which a node
+            Ironic keeps busy is not waited for, when sooner than
+            ``unprovision_timeout``.
         :returns: False when Ironic's tear down goes on (only without
             ``wait``), else True.
+        :raises TeardownRefused: Ironic refused it (409) until the
+            deadline; nothing was done.
         :raises TeardownFailed:
         """
         try:
@@ -253,7 +259,8 @@ class Deployer(object):
                         and not current.get('target_provision_state')):
                     self._clean_up(current, vifs)
                     return True
-                return self._unprovision(current, instance_uuid, wait)
+                return self._unprovision(current, instance_uuid, wait,
+                                         deadline)
         except exception.NodeNotFound:
             LOG.info('Ironic node %s is gone: nothing to tear down', node)
             return True
@@ -289,13 +296,14 @@ class Deployer(object):
                      'nothing to clean up',
                      {'node': uuid, 'instance': node['instance_uuid']})
 
-    def _unprovision(self, node, instance_uuid, wait):
+    def _unprovision(self, node, instance_uuid, wait, busy_deadline=None):
         uuid = node['uuid']
         deadline = time.monotonic() + self._opts.unprovision_timeout
         if node['provision_state'] not in states.TEARING_DOWN:
             if self._on_teardown is not None:
                 self._on_teardown(uuid)
-            self._request_teardown(uuid, deadline)
+            self._request_teardown(uuid, min(
+                deadline, busy_deadline or deadline))
         if not wait:
             LOG.info('Asked Ironic to tear down node %(node)s of instance '
                      '%(instance)s', {'node': uuid, 'instance': instance_uuid})
@@ -323,7 +331,8 @@ class Deployer(object):
             except exception.NodeConflict as e:
                 if time.monotonic() + self._opts.state_poll_interval \
                         > deadline:
-                    raise
+                    raise exception.TeardownRefused(node=node,
+                                                    reason=e) from e
                 LOG.debug('Tear down of node %(node)s refused for now: '
                           '%(error)s', {'node': node, 'error': e})
                 time.sleep(self._opts.state_poll_interval)

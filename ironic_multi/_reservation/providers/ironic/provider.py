@@ -574,10 +574,10 @@ class IronicProvider(base.NodeProvider):
         return reservation.moved_to(lifecycle.State.DEPLOYING).moved_to(
             lifecycle.State.ACTIVE)
 
-    def teardown(self, reservation, vifs=(), wait=True):
+    def teardown(self, reservation, vifs=(), wait=True, deadline=None):
         return self._deployer.teardown(reservation.node_uuid,
                                        reservation.instance_uuid, vifs,
-                                       wait=wait)
+                                       wait=wait, deadline=deadline)
 
     def rebuild(self, reservation, deployment):
         self._deployer.rebuild(reservation.node_uuid, deployment)

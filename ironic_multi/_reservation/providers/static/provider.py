@@ -333,9 +333,9 @@ class StaticProvider(base.NodeProvider):
                               lifecycle.State.ACTIVE,
                               power_state=lifecycle.PowerState.ON.value)
 
-    def teardown(self, reservation, vifs=(), wait=True):
+    def teardown(self, reservation, vifs=(), wait=True, deadline=None):
         # The return hook runs to its end (bounded by its timeout) either
-        # way.
+        # way, and nothing keeps a node busy.
         current = self.lookup(reservation.instance_uuid)
         if current is None or current.state not in (
                 lifecycle.State.DEPLOYING, lifecycle.State.ACTIVE,
