@@ -85,6 +85,10 @@ function _ironic_multi_check_settings {
         die $LINENO "IRONIC_MULTI_SHARD_COUNT must be a number," \
             "not '$IRONIC_MULTI_SHARD_COUNT'"
     fi
+    if ! [[ "$IRONIC_MULTI_INSTANCE_BUILD_TIMEOUT" =~ ^[0-9]+$ ]]; then
+        die $LINENO "IRONIC_MULTI_INSTANCE_BUILD_TIMEOUT must be a number" \
+            "of seconds, not '$IRONIC_MULTI_INSTANCE_BUILD_TIMEOUT'"
+    fi
     if ! [[ "$IRONIC_MULTI_FAKE_NODES" =~ ^[0-9]+$ ]]; then
         die $LINENO "IRONIC_MULTI_FAKE_NODES must be a number," \
             "not '$IRONIC_MULTI_FAKE_NODES'"
@@ -181,6 +185,12 @@ function configure_ironic_multi {
     # (doc/source/nova-settings.rst).  n-cpu's copy is made after this.
     iniset "$conf" filter_scheduler build_failure_weight_multiplier 0
     iniset "$conf" compute consecutive_build_service_disable_threshold 0
+    # A build whose messages were lost would stay in BUILD for good.
+    iniset "$conf" DEFAULT instance_build_timeout \
+        "$IRONIC_MULTI_INSTANCE_BUILD_TIMEOUT"
+    # [oslo_messaging_rabbit] rabbit_quorum_queue, which the docs also
+    # ask for, is DevStack's: its broker serves every service
+    # (devstack/README.rst, "Left to DevStack").
 
     # One small file per extra compute, anew at every stack.sh.
     for i in $(_ironic_multi_indexes_on_disk); do

@@ -14,13 +14,15 @@
 
 """What a killed test run leaves behind, and its removal by the next one.
 
-A server fixture's directory is named ``ironic-multi-<server>-<pid>-...``
-and holds ``owner.json``: the owning process (pid and start time, so that
-a reused pid does not pass for it) and, written before the database is
-created, the database's kind and name.  The fixture's own clean-up
-removes both.  A run killed with SIGKILL (tox past its terminate timeout,
-the OOM killer) cannot; the next fixture that starts on this machine
-drops the databases and removes the directories whose owner is gone.
+Every directory a test fixture makes for a server or its own files
+(Ironic, Keystone, etcd, the multi-process cloud, Nova's temporary tree)
+is named ``ironic-multi-<kind>-<pid>-...`` and holds ``owner.json``: the
+owning process (pid and start time, so that a reused pid does not pass
+for it) and, each written before it is created, the databases that go
+with the directory.  The fixture's own clean-up removes them.  A run
+killed with SIGKILL (tox past its terminate timeout, the OOM killer)
+cannot; the next fixture that starts on this machine drops the databases
+and removes the directories whose owner is gone.
 
 Only directories that carry this naming are looked at, and only what
 their record names is dropped: a database is reaped through the
@@ -34,11 +36,18 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 
 LOG = logging.getLogger(__name__)
 
 OWNER_FILE = 'owner.json'
 _DIRECTORY = re.compile(r'^ironic-multi-[a-z]+-(?P<pid>\d+)-')
+# The machine's temporary directory as this process found it, where the
+# directories are made and looked for: Nova's test base points tempfile
+# at a directory of its own while its services run, out of sight.
+ROOT = tempfile.gettempdir()
+# Threads of one process may add databases to one record at once.
+_lock = threading.Lock()
 
 
 def start_time(pid):
@@ -61,20 +70,41 @@ def prefix(server):
     return 'ironic-multi-%s-%d-' % (server, os.getpid())
 
 
-def record(directory, **fields):
+def make_directory(kind):
+    """A new directory for ``kind`` in :data:`ROOT`, owned by this process."""
+    path = tempfile.mkdtemp(prefix=prefix(kind), dir=ROOT)
+    record(path)
+    return path
+
+
+def record(directory, database=None):
     """Write (or extend) the owner record of ``directory``.
 
     The first call names this process as the owner.
+
+    :param database: ``(kind, name)`` of a database to drop with the
+        directory, recorded before it is created.
     """
     path = os.path.join(directory, OWNER_FILE)
-    current = _read(path) or {'pid': os.getpid(),
-                              'started': start_time(os.getpid())}
-    current.update(fields)
-    tmp = path + '.tmp'
-    with open(tmp, 'w') as f:
-        json.dump(current, f)
-    # A reaper reads the old record or the new one, never half of one.
-    os.replace(tmp, path)
+    with _lock:
+        current = _read(path) or {'pid': os.getpid(),
+                                  'started': start_time(os.getpid())}
+        if database is not None:
+            current.setdefault('databases', []).append(list(database))
+        tmp = path + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(current, f)
+        # A reaper reads the old record or the new one, never half of one.
+        os.replace(tmp, path)
+
+
+def databases(owner):
+    """``[(kind, name)]`` of an owner record's databases."""
+    found = [tuple(d) for d in owner.get('databases', ())]
+    if owner.get('database'):
+        # Records written before a directory could hold several.
+        found.append(tuple(owner['database']))
+    return found
 
 
 def _read(path):
@@ -98,9 +128,9 @@ def _owner_gone(directory, pid_in_name):
 def find(root=None):
     """``[(directory, record)]`` of the server directories whose owner died.
 
-    :param root: where to look (the temporary directory by default).
+    :param root: where to look (:data:`ROOT` by default).
     """
-    root = root or tempfile.gettempdir()
+    root = root or ROOT
     try:
         names = sorted(os.listdir(root))
     except OSError:
@@ -117,26 +147,30 @@ def find(root=None):
     return found
 
 
-def reap(drop_database, root=None):
+def reap(drop_database=None, root=None):
     """Drop the databases and remove the directories of dead owners.
 
     :param drop_database: ``drop_database(kind, name)``; a failure keeps
-        the directory (and its record) for a later attempt.
+        the directory (and its record) for a later attempt.  None: the
+        directories that record a database are kept for a caller that can
+        drop it.
     :returns: the directories removed.
     """
     removed = []
     for path, owner in find(root):
-        database = owner.get('database')
-        if database:
-            try:
-                drop_database(*database)
-            except Exception as e:
-                LOG.warning('Could not drop database %s left by pid %s: %s',
-                            database[1], owner.get('pid'), e)
-                continue
+        names = databases(owner)
+        if names and drop_database is None:
+            continue
+        try:
+            for kind, name in names:
+                drop_database(kind, name)
+        except Exception as e:
+            LOG.warning('Could not drop database %s left by pid %s: %s',
+                        name, owner.get('pid'), e)
+            continue
         shutil.rmtree(path, ignore_errors=True)
         LOG.info('Removed %s%s, left by pid %s', path,
-                 ' and database %s' % database[1] if database else '',
-                 owner.get('pid', '?'))
+                 ' and database %s' % ', '.join(n for _k, n in names)
+                 if names else '', owner.get('pid', '?'))
         removed.append(path)
     return removed

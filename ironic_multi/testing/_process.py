@@ -26,7 +26,10 @@ Whatever a server holds is released by the fixture's cleanup, at exit, and
 on SIGTERM or SIGHUP; the kernel kills the server when the test process
 dies (a runner killed by SIGKILL; see ``_net.popen``), and the next
 fixture to start removes the directory and database such a runner left
-(:mod:`~ironic_multi.testing._leftovers`).
+(:mod:`~ironic_multi.testing._leftovers`).  :func:`owned_directory`,
+:class:`OwnedTempDir` and :func:`watch_database` give the other fixtures'
+directories and databases (etcd, Nova's temporary tree, the multi-process
+cloud) the same treatment.
 """
 
 import atexit
@@ -36,7 +39,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -119,9 +121,7 @@ class ServerFixture(fixtures.Fixture):
         _install_safety_net()
         _LIVE.add(self)
         self.addCleanup(self._release)
-        _reap_leftovers(self)
-        self.base_dir = tempfile.mkdtemp(prefix=_leftovers.prefix(self.name))
-        _leftovers.record(self.base_dir)
+        self.base_dir = owned_directory(self.name, python)
         self.log_path = os.path.join(self.log_dir or self.base_dir,
                                      '%s.log' % self.name)
 
@@ -152,7 +152,7 @@ class ServerFixture(fixtures.Fixture):
         # Known before it exists: an interrupt may come at any time, and a
         # kill leaves the record for the next run to reap.
         self._database = kind, name
-        _leftovers.record(self.base_dir, database=[kind, name])
+        _leftovers.record(self.base_dir, database=(kind, name))
         try:
             self.db_url = create_database(self.python, kind, name,
                                           error=self.error)
@@ -327,21 +327,66 @@ class ServerFixture(fixtures.Fixture):
         return os.path.join(os.path.dirname(self.python), name)
 
 
-def _reap_leftovers(server):
+def owned_directory(kind, python=None):
+    """A new directory of this process for ``kind``, reaped if it dies.
+
+    What killed runs left is removed first (:func:`_reap_leftovers`).
+    """
+    _reap_leftovers(python)
+    return _leftovers.make_directory(kind)
+
+
+class OwnedTempDir(fixtures.Fixture):
+    """``fixtures.TempDir`` whose directory the next run reaps after a kill.
+
+    :param kind: the directory's kind, in its name.
+    :param tempfile_root: make it ``tempfile``'s directory meanwhile, so
+        that every temporary file or directory made in this process
+        (Nova's test base makes many) is in it.
+    """
+
+    def __init__(self, kind, tempfile_root=False):
+        super().__init__()
+        self.kind = kind
+        self.tempfile_root = tempfile_root
+        self.path = None
+
+    def _setUp(self):
+        self.path = owned_directory(self.kind)
+        self.addCleanup(shutil.rmtree, self.path, ignore_errors=True)
+        if self.tempfile_root:
+            self.useFixture(fixtures.MonkeyPatch('tempfile.tempdir',
+                                                 self.path))
+
+
+def watch_database(directory, python, kind, name):
+    """Before creating database ``name``: have it dropped if this dies.
+
+    The reaper drops it when this process ends without dropping it; the
+    record in ``directory`` lets the next run drop it if the reaper could
+    not (killed with this process, a machine that went down).
+    """
+    _leftovers.record(directory, database=(kind, name))
+    reaper().watch_database(python, kind, name)
+
+
+def _reap_leftovers(python=None):
     """Remove what killed runs left, once per process.
 
-    Before the first server of this process makes its own directory.
+    :param python: an interpreter with the database drivers (a server
+        venv's); without one, the directories that record a database are
+        left for the first call that has one.
     """
-    global _leftovers_reaped
-    if _leftovers_reaped:
+    scope = 'all' if python else 'directories'
+    if scope in _reaped or 'all' in _reaped:
         return
-    _leftovers_reaped = True
+    _reaped.add(scope)
 
     def drop(kind, name):
         if kind in ADMIN_URLS:
-            drop_database(server.python, kind, name, error=server.error)
+            drop_database(python, kind, name)
 
-    _leftovers.reap(drop)
+    _leftovers.reap(drop if python else None)
 
 
 def resolve_db_kind(kind):
@@ -405,7 +450,9 @@ def _signal_group(pgid, signum):
 _LIVE = set()
 _previous_handlers = {}
 _safety_net_installed = False
-_leftovers_reaped = False
+# What _reap_leftovers did: 'directories' (those without a database),
+# 'all'.
+_reaped = set()
 
 
 def _release_all():

@@ -23,7 +23,6 @@ import json
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.request
 
@@ -31,6 +30,7 @@ import fixtures
 from tooz import coordination as tooz_coordination
 
 from ironic_multi.testing import _net
+from ironic_multi.testing import _process
 
 REDIS = ('127.0.0.1', 6379)
 REDIS_URL = 'redis://%s:%d' % REDIS
@@ -77,7 +77,8 @@ class EtcdServer(fixtures.Fixture):
         if self.binary is None:
             raise CoordinationServerError(
                 'etcd is not installed (Debian package etcd-server)')
-        base = self.useFixture(fixtures.TempDir()).path
+        # Reaped by a later run if this one is killed.
+        base = self.useFixture(_process.OwnedTempDir('etcd')).path
         client = 'http://127.0.0.1:%d' % _net.free_port()
         peer = 'http://127.0.0.1:%d' % _net.free_port()
         self.log_path = (self.log_dir or base) + '/etcd.log'
@@ -161,6 +162,10 @@ def _stop(process, timeout=STOP_TIMEOUT):
 
 
 def file_url(directory=None):
-    """A ``file://`` URL in ``directory`` (a new temporary one)."""
-    return 'file://' + (directory or tempfile.mkdtemp(
-        prefix='ironic-multi-coordination-'))
+    """A ``file://`` URL in ``directory``.
+
+    By default a new directory of this process's, reaped by a later run
+    once the process is gone.
+    """
+    return 'file://' + (directory or _process.owned_directory(
+        'coordination'))

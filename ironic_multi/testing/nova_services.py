@@ -81,6 +81,7 @@ from nova.tests.functional.api import client as api_client  # noqa: E402
 from nova.tests.functional import integrated_helpers  # noqa: E402
 
 from ironic_multi import conf as ironic_multi_conf  # noqa: E402
+from ironic_multi.testing import _process  # noqa: E402
 from ironic_multi.testing import ironic_nodes  # noqa: E402
 from ironic_multi.testing import ironic_server  # noqa: E402
 
@@ -378,6 +379,11 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
         self.useFixture(fixtures.MockPatch(
             'nova.tests.fixtures.nova.ReaderWriterLock',
             ReaderPreferringLock))
+        # Nova's test base makes its temporary directories (tempfile's,
+        # HOME, the SQLite databases; the file:// coordination below) in
+        # tempfile's directory: one that a later run reaps if this one
+        # is killed.
+        self.useFixture(_process.OwnedTempDir('nova', tempfile_root=True))
         super().setUp()
         if self.LOG_LEVEL is not None:
             self._set_log_level(self.LOG_LEVEL)

@@ -184,24 +184,54 @@ def test_post_config_writes_the_driver_options(devstack):
     assert read_ini(devstack.cpu_conf) == conf
 
 
-def _documented_scheduler_settings():
-    """``[(section, option, value)]`` that install.rst tells operators to set.
+# What the documentation tells operators to set in nova.conf.
+NOVA_DOCS = ('install.rst', 'nova-settings.rst')
+# Documented values that are the operator's own (their Keystone, their
+# coordination backend, the user they chose): the plugin writes DevStack's.
+SITE_SPECIFIC = {('ironic', 'auth_url'), ('ironic', 'username'),
+                 ('ironic', 'password'),
+                 ('ironic_multi', 'coordination_url')}
+# Documented settings that DevStack owns; devstack/README.rst says why
+# the plugin leaves them alone.
+DEVSTACK_OWNS = {('oslo_messaging_rabbit', 'rabbit_quorum_queue')}
 
-    From its "Configuring the scheduler" section's ini blocks.
+
+def documented_nova_settings():
+    """``{(section, option): value}`` the docs tell operators to set.
+
+    Every ``option = value`` under a ``[section]`` line of a literal block
+    in :data:`NOVA_DOCS`; the block ends at a line indented less.
     """
-    text = (ROOT / 'doc' / 'source' / 'install.rst').read_text()
-    section = text.split('Configuring the scheduler\n', 1)[1].split(
-        '\nFlavors\n', 1)[0]
-    return re.findall(r'^ {4}\[(\w+)\]\n {4}(\w+) = (\S+)$', section,
-                      re.MULTILINE)
+    found = {}
+    for name in NOVA_DOCS:
+        section = indent = None
+        for line in (ROOT / 'doc' / 'source' / name).read_text().splitlines():
+            stripped = line.strip()
+            depth = len(line) - len(line.lstrip())
+            header = re.fullmatch(r'\[(\w+)\]', stripped)
+            if header and depth:
+                section, indent = header.group(1), depth
+            elif section and stripped and depth < indent:
+                section = None
+            elif section and depth == indent and ' = ' in stripped:
+                option, value = stripped.split(' = ', 1)
+                assert found.get((section, option), value) == value, (
+                    'the docs disagree on [%s] %s' % (section, option))
+                found[section, option] = value
+    return found
 
 
 def test_post_config_writes_what_the_docs_tell_operators(devstack):
-    documented = _documented_scheduler_settings()
-    # The filters, the build failure weigher, the computes' failure count.
-    assert [option for _s, option, _v in documented] == [
-        'enabled_filters', 'build_failure_weight_multiplier',
-        'consecutive_build_service_disable_threshold']
+    documented = documented_nova_settings()
+    # The parse found the driver, the scheduler's settings, the build
+    # timeout and the broker's queues.
+    assert {('DEFAULT', 'compute_driver'),
+            ('filter_scheduler', 'enabled_filters'),
+            ('filter_scheduler', 'build_failure_weight_multiplier'),
+            ('compute', 'consecutive_build_service_disable_threshold'),
+            ('DEFAULT', 'instance_build_timeout'),
+            ('oslo_messaging_rabbit', 'rabbit_quorum_queue')} <= set(
+                documented)
 
     devstack.stack()
 
@@ -209,8 +239,21 @@ def test_post_config_writes_what_the_docs_tell_operators(devstack):
     # which read it too) all have them.
     for path in (devstack.nova_conf, devstack.cpu_conf):
         conf = read_ini(path)
-        for section, option, value in documented:
-            assert conf[section][option] == value, (path, section, option)
+        for (section, option), value in sorted(documented.items()):
+            written = conf.get(section, {}).get(option)
+            if (section, option) in DEVSTACK_OWNS:
+                assert written is None, (path, section, option)
+            elif (section, option) in SITE_SPECIFIC:
+                assert written, (path, section, option)
+            else:
+                assert written == value, (path, section, option)
+
+
+def test_what_devstack_owns_is_explained():
+    readme = (ROOT / 'devstack' / 'README.rst').read_text()
+    left = readme.split('Left to DevStack\n', 1)[1].split('\nSettings\n')[0]
+    for section, option in DEVSTACK_OWNS:
+        assert '``[%s] %s``' % (section, option) in left
 
 
 def test_ironic_auth_is_system_scoped_by_default(devstack):
@@ -254,7 +297,8 @@ def test_settings_from_local_conf(devstack):
                    IRONIC_MULTI_USERNAME='ironic-multi',
                    IRONIC_MULTI_PASSWORD='pw',
                    IRONIC_MULTI_VALID_INTERFACES='public',
-                   IRONIC_MULTI_SCHEDULER_FILTERS='ComputeFilter')
+                   IRONIC_MULTI_SCHEDULER_FILTERS='ComputeFilter',
+                   IRONIC_MULTI_INSTANCE_BUILD_TIMEOUT=0)
 
     conf = read_ini(devstack.nova_conf)
     assert conf['ironic_multi'] == {
@@ -269,6 +313,7 @@ def test_settings_from_local_conf(devstack):
     assert conf['ironic']['password'] == 'pw'
     assert conf['ironic']['valid_interfaces'] == 'public'
     assert conf['filter_scheduler']['enabled_filters'] == 'ComputeFilter'
+    assert conf['DEFAULT']['instance_build_timeout'] == '0'
     # Neither etcd3gw (not an etcd3 URL) nor shard keys (static provider).
     assert devstack.calls_of('pip_install_gr') == []
     assert devstack.calls_of('ironic-multi-manage') == []
@@ -576,6 +621,7 @@ def test_settings_enable_the_service_and_nothing_else(devstack):
     ('IRONIC_MULTI_COMPUTES', 'two'),
     ('IRONIC_MULTI_SHARD_COUNT', -1),
     ('IRONIC_MULTI_FAKE_NODES', 'x'),
+    ('IRONIC_MULTI_INSTANCE_BUILD_TIMEOUT', '1h'),
     ('IRONIC_MULTI_AUTH_SCOPE', 'domain'),
 ])
 def test_bad_settings_die(devstack, name, value):

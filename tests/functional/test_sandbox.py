@@ -21,6 +21,8 @@ and its PNG.  Interrupted (Ctrl-C, SIGTERM) it must leave nothing
 running: every process it started carries a marker in its environment,
 and none may be left in ``/proc`` afterwards.  Under tox (``./tox.sh -e
 sandbox``, as the README says to run it) a Ctrl-C must end as cleanly.
+Killed (SIGKILL), it leaves its directories and database to the next
+run, which must remove them.
 """
 
 import json
@@ -45,6 +47,14 @@ STOP_TIMEOUT = 90
 MARKER = 'IRONIC_MULTI_SANDBOX_TEST_MARKER'
 TOX_SH = pathlib.Path(__file__).resolve().parents[2] / 'tox.sh'
 IRONIC_LINE = re.compile(r'\(pid (\d+), (\w+) database, config (\S+?)\)')
+# The sandbox's line as wave 1 starts: Nova's services and Ironic run.
+HALF_WAY = 'wave 1: posting'
+# The next run on the machine: one Ironic started and stopped.
+NEXT_RUN = """\
+from ironic_multi.testing import ironic_server
+with ironic_server.IronicServer(db_kind='sqlite'):
+    pass
+"""
 
 
 def _command():
@@ -81,6 +91,37 @@ def _wait_until_gone(marker, timeout=15):
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.2)
+
+
+def _read_until(process, marker, text=HALF_WAY):
+    """Read the sandbox's output up to the first line with ``text``.
+
+    :returns: ``(lines, the match of its Ironic line, the pids that carry
+        the marker)``.
+    """
+    seen = []
+    deadline = time.monotonic() + RUN_TIMEOUT
+    for line in process.stdout:
+        seen.append(line)
+        if text in line:
+            break
+        assert time.monotonic() < deadline, ''.join(seen)[-4000:]
+    else:
+        pytest.fail('the sandbox ended before %r:\n%s'
+                    % (text, ''.join(seen)[-4000:]))
+    ironic = IRONIC_LINE.search(''.join(seen))
+    assert ironic, ''.join(seen)
+    pids = _marked(marker)
+    assert pids, 'no process carries the marker'
+    return seen, ironic, pids
+
+
+def _databases_of(db_kind, pids):
+    """The Ironic databases that ``pids`` created and left."""
+    if db_kind == 'sqlite':
+        return []
+    return [n for n in ironic_server.databases(db_kind, 'ironic_multi_%')
+            if any('_%d_' % pid in n for pid in pids)]
 
 
 def _describe(pids):
@@ -135,7 +176,7 @@ def test_small_run(tmp_path):
 
 @pytest.mark.parametrize('signum, after', [
     # Ctrl-C while servers boot: Nova's services and Ironic run.
-    (signal.SIGINT, 'wave 1: posting'),
+    (signal.SIGINT, HALF_WAY),
     # SIGTERM while the nodes are enrolled: Ironic runs, Nova not yet.
     (signal.SIGTERM, 'Ironic ready at'),
 ])
@@ -145,21 +186,8 @@ def test_interrupted_run_leaves_nothing(tmp_path, signum, after):
         _command() + list(SMALL) + ['--output', str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=_env(marker))
-    seen = []
     try:
-        deadline = time.monotonic() + RUN_TIMEOUT
-        for line in process.stdout:
-            seen.append(line)
-            if after in line:
-                break
-            assert time.monotonic() < deadline, ''.join(seen)
-        else:
-            pytest.fail('the sandbox ended before %r:\n%s'
-                        % (after, ''.join(seen)))
-        ironic = re.search(r'\(pid (\d+), \w+ database, config (\S+?)\)',
-                           ''.join(seen))
-        assert ironic, ''.join(seen)
-        assert _marked(marker), 'no process carries the marker'
+        seen, ironic, _pids = _read_until(process, marker, after)
         process.send_signal(signum)
         rest, _ = process.communicate(timeout=STOP_TIMEOUT)
     finally:
@@ -189,19 +217,21 @@ def _outside_tox(env):
 
 
 @pytest.mark.slow
-def test_ctrl_c_under_tox_leaves_nothing(tmp_path):
+def test_ctrl_c_under_tox_leaves_nothing(tmp_path, record_property):
     """Ctrl-C in the terminal of ``./tox.sh -e sandbox``, half way.
 
     The terminal sends SIGINT to tox and the sandbox alike, and tox sends
     its own after it.  Everything the run started must be gone after:
     processes (by the marker in their environment), directories (the
     run's TMPDIR stays empty) and databases (named after the pid that
-    created them).
+    created them).  The figures go to the JUnit report (record_property)
+    and to one summary line.
     """
     marker = uuid.uuid4().hex
     tmpdir = tmp_path / 'tmp'
     tmpdir.mkdir()
     env = _outside_tox(dict(_env(marker), TMPDIR=str(tmpdir)))
+    started = time.monotonic()
     process = subprocess.Popen(
         [str(TOX_SH), '-e', 'sandbox', '--', *SMALL,
          '--output', str(tmp_path / 'out')],
@@ -209,37 +239,85 @@ def test_ctrl_c_under_tox_leaves_nothing(tmp_path):
         stderr=subprocess.STDOUT, text=True, env=env,
         # A process group of its own, as a terminal's foreground job.
         start_new_session=True)
-    seen = []
     try:
-        for line in process.stdout:
-            seen.append(line)
-            if 'wave 1: posting' in line:
-                break
-        else:
-            pytest.fail('the sandbox ended before its first wave:\n%s'
-                        % ''.join(seen)[-4000:])
-        ironic = IRONIC_LINE.search(''.join(seen))
-        assert ironic, ''.join(seen)
-        started = _marked(marker)
+        seen, ironic, pids = _read_until(process, marker)
+        interrupted = time.monotonic()
         os.killpg(process.pid, signal.SIGINT)
         rest, _ = process.communicate(timeout=STOP_TIMEOUT)
+        stop_seconds = time.monotonic() - interrupted
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     output = ''.join(seen) + rest
-    # The sandbox stopped on its own (tox's SIGKILL used to end it: -9).
-    assert 'sandbox interrupted (SIGINT)' in output, output[-4000:]
-    assert 'sandbox: exit 130' in output, output[-4000:]
     left = _wait_until_gone(marker)
-    assert not left, 'left running:\n%s' % _describe(left)
     # uv, building the package for tox, leaves its lock files in TMPDIR:
     # not the run's to remove.
-    assert [p for p in tmpdir.iterdir()
-            if not (p.name.startswith('uv-') and p.suffix == '.lock')] == []
+    files = sorted(p.name for p in tmpdir.iterdir()
+                   if not (p.name.startswith('uv-') and p.suffix == '.lock'))
+    db_kind = ironic.group(2)
+    databases = _databases_of(db_kind, pids)
+    sandbox_exit = re.search(r'sandbox: exit (-?\d+)', output)
+    figures = {
+        'sigint_after_seconds': round(interrupted - started, 1),
+        'sigint_to_exit_seconds': round(stop_seconds, 1),
+        'tox_exit_code': process.returncode,
+        'sandbox_exit_code': sandbox_exit and int(sandbox_exit.group(1)),
+        'processes_at_sigint': len(pids),
+        'processes_left': len(left),
+        'tmpdir_entries_left': len(files),
+        'database': db_kind,
+        'databases_left': len(databases),
+    }
+    for name, value in figures.items():
+        record_property(name, value)
+    print('Ctrl-C under tox: SIGINT at %(sigint_after_seconds)s s, '
+          '%(processes_at_sigint)d processes of the run up; tox exited '
+          '%(tox_exit_code)s %(sigint_to_exit_seconds)s s after it, the '
+          'sandbox %(sandbox_exit_code)s; left: %(processes_left)d '
+          'processes, %(tmpdir_entries_left)d entries in TMPDIR, '
+          '%(databases_left)d %(database)s databases' % figures)
+
+    # The sandbox stopped on its own (tox's SIGKILL used to end it: -9).
+    assert 'sandbox interrupted (SIGINT)' in output, output[-4000:]
+    assert figures['sandbox_exit_code'] == 130, output[-4000:]
+    assert not left, 'left running:\n%s' % _describe(left)
+    assert files == []
+    assert databases == []
+
+
+def test_a_killed_run_is_reaped_by_the_next(tmp_path):
+    """SIGKILL half way: what tox does past its timeouts, the OOM killer.
+
+    Nothing of the run can clean up: its processes die with it (the
+    kernel's parent-death signal), its directories (Ironic's, etcd's,
+    Nova's temporary tree) and Ironic's database stay until the next run
+    starts a server, which removes them.
+    """
+    marker = uuid.uuid4().hex
+    tmpdir = tmp_path / 'tmp'
+    tmpdir.mkdir()
+    env = dict(_env(marker), TMPDIR=str(tmpdir))
+    process = subprocess.Popen(
+        _command() + list(SMALL) + ['--coordination-url', 'etcd',
+                                    '--output', str(tmp_path / 'out')],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env)
+    try:
+        _seen, ironic, pids = _read_until(process, marker)
+    finally:
+        process.kill()
+        process.wait()
+    left = _wait_until_gone(marker)
+    assert not left, 'left running:\n%s' % _describe(left)
+    killed = sorted(p.name for p in tmpdir.iterdir())
+    assert [n for n in killed if n.startswith('ironic-multi-ironic-')], killed
     db_kind = ironic.group(2)
     if db_kind != 'sqlite':
-        names = ironic_server.databases(db_kind, 'ironic_multi_%')
-        mine = [n for n in names
-                if any('_%d_' % pid in n for pid in started)]
-        assert mine == []
+        assert _databases_of(db_kind, pids)
+
+    subprocess.run([sys.executable, '-c', NEXT_RUN], env=env, check=True,
+                   timeout=STOP_TIMEOUT)
+
+    assert sorted(p.name for p in tmpdir.iterdir()) == [], killed
+    assert _databases_of(db_kind, pids) == []

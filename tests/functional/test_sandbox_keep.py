@@ -31,6 +31,7 @@ import pytest
 
 from ironic_multi._sandbox import keep
 from ironic_multi.testing import kept_sandbox
+from tests import keep_banner
 
 EXAMPLES = (pathlib.Path(__file__).resolve().parents[2] / 'doc' / 'source'
             / 'cli-examples.inc')
@@ -100,6 +101,17 @@ def test_the_pasted_line_reaches_the_kept_cloud(sandbox):
     report = sandbox.report
     assert hosts == sorted(set(report['hosts']) - {report['ring']['victim']})
     assert 'sandbox OK' in sandbox.text()
+
+
+def test_the_banner_is_what_try_it_shows(sandbox):
+    lines = [line.strip() for line in sandbox.lines]
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith(keep_banner.FIRST))
+    end = lines.index(kept_sandbox.READY, start)
+    printed = [line for line in lines[start:end + 1] if line]
+
+    assert keep_banner.shape(printed) == keep_banner.shape(
+        keep_banner.documented()), 'doc/source/try-it.rst quotes another'
 
 
 def test_the_documented_examples_cover_every_command():

@@ -104,7 +104,7 @@ class SleepServer(_process.ServerFixture):
 @pytest.fixture
 def sleep_server(tmp_path, monkeypatch):
     # No reaping of other runs' leftovers from a unit test.
-    monkeypatch.setattr(_process, '_leftovers_reaped', True)
+    monkeypatch.setattr(_process, '_reaped', {'all'})
     server = SleepServer(db_url='sqlite://', log_dir=str(tmp_path))
     with server:
         yield server
@@ -133,7 +133,7 @@ def test_a_server_fixture_is_controlled_as_a_service(sleep_server,
 
 
 def test_a_server_fixture_log_outlives_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(_process, '_leftovers_reaped', True)
+    monkeypatch.setattr(_process, '_reaped', {'all'})
     with SleepServer(db_url='sqlite://', log_dir=str(tmp_path)) as server:
         base_dir = server.base_dir
         with open(server.log_path, 'a') as log:

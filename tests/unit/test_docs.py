@@ -19,6 +19,10 @@ import re
 
 import pytest
 
+from ironic_multi._sandbox import keep
+from ironic_multi.testing import kept_sandbox
+from tests import keep_banner
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # What a newcomer reads; the release notes keep their history as written.
 DOCUMENTS = sorted(
@@ -43,3 +47,13 @@ def test_the_try_it_page_is_in_the_documentation():
     index = (ROOT / 'doc' / 'source' / 'index.rst').read_text()
     assert '\n   try-it\n' in index
     assert 'try-it' in (ROOT / 'doc' / 'source' / 'cli.rst').read_text()
+
+
+def test_try_it_quotes_the_keep_banner_as_printed():
+    printed = keep.paste_lines('/srv/out/%s' % keep.MANAGE_CONF) + [
+        kept_sandbox.READY]
+    quoted = keep_banner.documented()
+
+    # The cloud's description first, then the lines keep.py prints.
+    assert quoted[0].startswith(keep_banner.FIRST)
+    assert keep_banner.shape(quoted[1:]) == keep_banner.shape(printed)

@@ -14,13 +14,16 @@
 
 """The sandbox's failures: checked before the start, reported by cause."""
 
+import argparse
 import time
+import types
 
 import fixtures
 import pytest
 
 from ironic_multi._sandbox import preflight
 from ironic_multi._sandbox import run
+from ironic_multi._sandbox import scenario
 from ironic_multi.cmd import sandbox
 
 
@@ -104,3 +107,53 @@ def test_a_coordination_url_that_cannot_work_is_one_line(url, expected,
 def test_the_embedded_default_needs_no_check():
     preflight.check_coordination('file')
     preflight.check_coordination(None)
+
+
+class _Reserver(object):
+    """What the ring check reads of a compute service's reserver."""
+
+    def __init__(self, owner, started):
+        self.ring = types.SimpleNamespace(owner=lambda shard: owner)
+        self.membership = types.SimpleNamespace(started=started)
+
+
+def _scenario(reservers):
+    args = argparse.Namespace(seed=1, timeout=-1,
+                              nova_log='/srv/out/nova.log')
+    layout = types.SimpleNamespace(shards=['rack-1', 'rack-2'])
+    scene = scenario.Scenario(args, layout, _Display(), time.monotonic)
+    scene.nova = types.SimpleNamespace(
+        computes={host: host for host in reservers},
+        driver_of=lambda compute: types.SimpleNamespace(
+            reserver=reservers[compute]))
+    scene.live = frozenset(reservers)
+    scene.results['coordination'] = {
+        'url': 'redis://:***@127.0.0.1:6379', 'group': 'sandbox-1234abcd'}
+    return scene
+
+
+def test_a_ring_that_never_agrees_names_the_services_outside_the_group():
+    # Each service alone in a ring of its own: two never joined the group
+    # (a backend that does not answer them).
+    scene = _scenario({'compute1': _Reserver('compute1', True),
+                       'compute2': _Reserver('compute2', False),
+                       'compute3': _Reserver('compute3', False)})
+
+    with pytest.raises(scenario.SandboxError) as raised:
+        scene.stop_compute()
+
+    assert str(raised.value) == (
+        'the compute services do not agree on the shard ring: compute2, '
+        'compute3 not in coordination group sandbox-1234abcd at '
+        'redis://:***@127.0.0.1:6379 (see /srv/out/nova.log)')
+
+
+def test_a_ring_that_disagrees_within_the_group_names_no_one():
+    scene = _scenario({'compute1': _Reserver('compute1', True),
+                       'compute2': _Reserver('compute2', True)})
+
+    with pytest.raises(scenario.SandboxError) as raised:
+        scene.stop_compute()
+
+    assert str(raised.value) == (
+        'the compute services do not agree on the shard ring')

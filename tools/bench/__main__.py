@@ -48,7 +48,6 @@ import platform
 import shlex
 import socket
 import sys
-import tempfile
 import time
 import traceback
 import warnings
@@ -259,6 +258,7 @@ def load(name):
 
 
 def run(args):
+    from ironic_multi.testing import _process
     from ironic_multi.testing.ironic_nodes import IronicNodes
     from ironic_multi.testing.ironic_server import IronicServer
 
@@ -285,7 +285,9 @@ def run(args):
         print('WARNING: %s' % warning, flush=True)
         report['warnings'].append(warning)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix='ironic-multi-bench-') as work:
+    # Reaped by a later run if this one is killed.
+    with _process.OwnedTempDir('bench') as work_dir:
+        work = work_dir.path
         coordination_url, warning = choose_coordination(work)
         if warning:
             print('WARNING: %s' % warning, flush=True)

@@ -22,7 +22,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.parse
 import uuid
@@ -224,7 +223,7 @@ class Cloud(fixtures.Fixture):
         server = venvs.ensure_venv('cloud', self.venv_dir)
         self.venv = os.path.dirname(os.path.dirname(server))
         self.python = os.path.join(self.venv, 'bin', 'python')
-        self.base_dir = tempfile.mkdtemp(prefix='ironic-multi-cloud-')
+        self.base_dir = _process.owned_directory('cloud', self.python)
         self.log_dir = self.requested_log_dir or os.path.join(
             self.base_dir, 'logs')
         os.makedirs(self.log_dir, exist_ok=True)
@@ -357,7 +356,7 @@ class Cloud(fixtures.Fixture):
         kind = 'mysql'
         name = _process.database_name(label)
         self._db_python = self.python
-        _process.reaper().watch_database(self.python, kind, name)
+        _process.watch_database(self.base_dir, self.python, kind, name)
         self._db_created = getattr(self, '_db_created', [])
         self._db_created.append((kind, name))
         self.databases[label] = _process.create_database(
