@@ -88,3 +88,15 @@ def test_every_listed_regex_compiles():
                 line = line.strip()
                 if line and not line.startswith('#'):
                     re.compile(line)
+
+
+def test_a_new_run_starts_without_the_last_runs_workspace_and_logs(
+        tmp_path):
+    # tempest init failed on the workspace a first run left behind.
+    for name in ('workspace/etc', 'logs'):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / 'workspace' / 'etc' / 'tempest.conf').write_text('old')
+    (tmp_path / 'logs' / 'nova-api.log').write_text('old')
+    (tmp_path / 'results.json').write_text('{}')
+    tempest.fresh_output(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['results.json']

@@ -36,6 +36,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -53,6 +54,8 @@ LISTS = os.path.join(ROOT, 'tools', 'tempest')
 # capabilities), and the alternate flavor is another class.
 FLAVORS = {'tempest-gold': 'CUSTOM_GOLD', 'tempest-silver': 'CUSTOM_SILVER'}
 ALT_IMAGE = 'cirros-alt'
+# In the output directory: tempest's workspace and the services' logs.
+WORKSPACE, LOGS = 'workspace', 'logs'
 # Every compute API test of tempest (those it runs one at a time too).
 COMPUTE_TESTS = r'^tempest\.(serial_tests\.)?api\.compute\.'
 # Compute API features a bare metal node does not have, and why (the
@@ -296,6 +299,17 @@ def publish(results_path, doc_path):
     print('wrote %s from %s' % (doc_path, results_path))
 
 
+def fresh_output(output):
+    """``output`` without an earlier run's workspace and logs.
+
+    ``tempest init`` refuses a directory that is not empty, and the
+    services append to their logs.
+    """
+    for name in (WORKSPACE, LOGS):
+        shutil.rmtree(os.path.join(output, name), ignore_errors=True)
+    os.makedirs(output, exist_ok=True)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
@@ -324,13 +338,13 @@ def main(argv=None):
     from ironic_multi.testing.cloud import cloud as cloud_mod
 
     output = os.path.abspath(args.output)
-    os.makedirs(output, exist_ok=True)
+    fresh_output(output)
     started = time.monotonic()
     date = time.strftime('%Y-%m-%d', time.gmtime())
     with cloud_mod.Cloud(computes=args.computes, nodes=args.nodes,
-                         log_dir=os.path.join(output, 'logs')) as cloud:
+                         log_dir=os.path.join(output, LOGS)) as cloud:
         results, tempest_seconds, not_included = run(
-            cloud, os.path.join(output, 'workspace'), args.concurrency,
+            cloud, os.path.join(output, WORKSPACE), args.concurrency,
             args.regex)
         held = cloud.held_nodes()
         version = tempest_version(cloud)
