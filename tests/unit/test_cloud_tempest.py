@@ -97,6 +97,15 @@ def test_a_new_run_starts_without_the_last_runs_workspace_and_logs(
         (tmp_path / name).mkdir(parents=True)
     (tmp_path / 'workspace' / 'etc' / 'tempest.conf').write_text('old')
     (tmp_path / 'logs' / 'nova-api.log').write_text('old')
+    (tmp_path / 'workspace.yaml').write_text('workspace: /x\n')
     (tmp_path / 'results.json').write_text('{}')
     tempest.fresh_output(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ['results.json']
+
+
+def test_the_workspace_is_registered_next_to_it_not_in_home():
+    # A second run failed: "A workspace already exists with name:
+    # workspace" (the first had registered it in ~/.tempest).
+    argv = tempest.init_command('/venv/bin/tempest', '/out/workspace')
+    assert argv == ['/venv/bin/tempest', 'init', '--workspace-path',
+                    '/out/workspace.yaml', '/out/workspace']

@@ -32,6 +32,7 @@ its status and the reason of a skip or failure, the run's figures) and
 
 import argparse
 import configparser
+import contextlib
 import io
 import json
 import logging
@@ -56,6 +57,8 @@ FLAVORS = {'tempest-gold': 'CUSTOM_GOLD', 'tempest-silver': 'CUSTOM_SILVER'}
 ALT_IMAGE = 'cirros-alt'
 # In the output directory: tempest's workspace and the services' logs.
 WORKSPACE, LOGS = 'workspace', 'logs'
+# The file of tempest's workspace names, next to the workspace.
+REGISTRY = '.yaml'
 # Every compute API test of tempest (those it runs one at a time too).
 COMPUTE_TESTS = r'^tempest\.(serial_tests\.)?api\.compute\.'
 # Compute API features a bare metal node does not have, and why (the
@@ -248,9 +251,7 @@ def run(cloud, workspace, concurrency=2, regex=None):
     long tempest ran, and the compute API modules the include list leaves
     out.
     """
-    os.makedirs(workspace, exist_ok=True)
-    subprocess.run([cloud.bin('tempest'), 'init', workspace],
-                   check=True, capture_output=True, env=cloud.env())
+    cloud.run(init_command(cloud.bin('tempest'), workspace))
     conf = config(cloud, create_flavors(cloud),
                   (cloud.image_id, create_alt_image(cloud)),
                   lock_path=os.path.join(workspace, 'locks'),
@@ -299,14 +300,26 @@ def publish(results_path, doc_path):
     print('wrote %s from %s' % (doc_path, results_path))
 
 
+def init_command(tempest, workspace):
+    """``tempest init`` of a workspace registered next to it.
+
+    Not in ``~/.tempest/workspace.yaml``: a name registered there by an
+    earlier run (or another checkout) makes ``tempest init`` fail.
+    """
+    return [tempest, 'init', '--workspace-path', workspace + REGISTRY,
+            workspace]
+
+
 def fresh_output(output):
     """``output`` without an earlier run's workspace and logs.
 
-    ``tempest init`` refuses a directory that is not empty, and the
-    services append to their logs.
+    ``tempest init`` refuses a directory that is not empty or a name
+    registered already, and the services append to their logs.
     """
     for name in (WORKSPACE, LOGS):
         shutil.rmtree(os.path.join(output, name), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(output, WORKSPACE + REGISTRY))
     os.makedirs(output, exist_ok=True)
 
 
