@@ -59,3 +59,27 @@ def test_the_phases_of_a_boot_come_from_the_compute_logs(
     # a compute's.
     assert phases == {'claim': [0.12], 'spawn': [3.54], 'build': [3.8],
                       'before build': [1.2]}
+
+
+def _run(latencies, phases=None):
+    return {'servers': len(latencies), 'active': len(latencies),
+            'errors': {}, 'api_errors': 0, 'seconds': 10.0,
+            'boots_per_minute': len(latencies) * 6.0,
+            'latencies': latencies, 'phases': phases or {}}
+
+
+def test_the_report_gives_both_ratios_against_ironics_burst(cloudboots):
+    runs = {cloudboots.OURS: [_run([6.0, 6.0, 8.0], {'claim': [0.1]})],
+            cloudboots.IN_TREE: [_run([12.0, 12.0, 12.0])],
+            cloudboots.FAKE: [_run([1.0, 1.0, 1.0])]}
+    deploys = {'one at a time': [2.0, 2.0], 'burst': [3.0, 3.0, 5.0]}
+    report = cloudboots._report(runs, deploys)
+    ratios = report['results']['ratios']
+    # 6 / (1 + 3) and 6 / 12; one at a time: 6 / (1 + 2).
+    assert ratios['ours_p50_over_fake_plus_deploy'] == 1.5
+    assert ratios['ours_p50_over_in_tree'] == 0.5
+    assert ratios['ours_p50_over_fake_plus_single_deploy'] == 2.0
+    assert [g['met'] for g in report['goals']] == [True, True]
+    assert report['results']['summary'][cloudboots.OURS]['phases_p50'][
+        'claim'] == 0.1
+    assert len(report['rows']) == 5
