@@ -181,6 +181,9 @@ function configure_ironic_multi {
     # (doc/source/nova-settings.rst).  n-cpu's copy is made after this.
     iniset "$conf" filter_scheduler build_failure_weight_multiplier 0
     iniset "$conf" compute consecutive_build_service_disable_threshold 0
+    # Every service weighs the same: without a shuffle the scheduler
+    # sends a whole burst to the first of them.
+    iniset "$conf" filter_scheduler shuffle_best_same_weighed_hosts True
 
     # One small file per extra compute, anew at every stack.sh.
     for i in $(_ironic_multi_indexes_on_disk); do

@@ -198,10 +198,12 @@ def _documented_scheduler_settings():
 
 def test_post_config_writes_what_the_docs_tell_operators(devstack):
     documented = _documented_scheduler_settings()
-    # The filters, the build failure weigher, the computes' failure count.
+    # The filters, the build failure weigher, the computes' failure count,
+    # the spread over services of the same weight.
     assert [option for _s, option, _v in documented] == [
         'enabled_filters', 'build_failure_weight_multiplier',
-        'consecutive_build_service_disable_threshold']
+        'consecutive_build_service_disable_threshold',
+        'shuffle_best_same_weighed_hosts']
 
     devstack.stack()
 
