@@ -188,6 +188,9 @@ function configure_ironic_multi {
     # A build whose messages were lost would stay in BUILD for good.
     iniset "$conf" DEFAULT instance_build_timeout \
         "$IRONIC_MULTI_INSTANCE_BUILD_TIMEOUT"
+    # Every service weighs the same: without a shuffle the scheduler
+    # sends a whole burst to the first of them.
+    iniset "$conf" filter_scheduler shuffle_best_same_weighed_hosts True
     # [oslo_messaging_rabbit] rabbit_quorum_queue, which the docs also
     # ask for, is DevStack's: its broker serves every service
     # (devstack/README.rst, "Left to DevStack").

@@ -228,6 +228,7 @@ def test_post_config_writes_what_the_docs_tell_operators(devstack):
     assert {('DEFAULT', 'compute_driver'),
             ('filter_scheduler', 'enabled_filters'),
             ('filter_scheduler', 'build_failure_weight_multiplier'),
+            ('filter_scheduler', 'shuffle_best_same_weighed_hosts'),
             ('compute', 'consecutive_build_service_disable_threshold'),
             ('DEFAULT', 'instance_build_timeout'),
             ('oslo_messaging_rabbit', 'rabbit_quorum_queue')} <= set(

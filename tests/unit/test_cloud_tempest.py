@@ -19,6 +19,7 @@ import os
 import re
 import types
 
+from ironic_multi.testing.cloud import nova
 from ironic_multi.testing.cloud import tempest
 from ironic_multi.testing import keystone_server
 
@@ -28,7 +29,7 @@ def _cloud(network_id='net-1'):
                                         'admin', 'Default')
     keystone = types.SimpleNamespace(admin=admin, region='RegionOne',
                                      auth_url='http://127.0.0.1:5000/v3')
-    return types.SimpleNamespace(keystone=keystone, image_id='image-1',
+    return types.SimpleNamespace(keystone=keystone,
                                  network_id=network_id,
                                  computes=['compute-1', 'compute-2'])
 
@@ -40,7 +41,8 @@ def _parse(text):
 
 
 def test_the_config_turns_off_what_bare_metal_lacks():
-    conf = _parse(tempest.config(_cloud(), ('f1', 'f2'), '/l', '/t.log'))
+    conf = _parse(tempest.config(
+        _cloud(), ('f1', 'f2'), ('i1', 'i2'), '/l', '/t.log'))
     features = conf['compute-feature-enabled']
     for feature in ('resize', 'cold_migration', 'live_migration',
                     'console_output', 'snapshot', 'pause', 'suspend',
@@ -52,33 +54,31 @@ def test_the_config_turns_off_what_bare_metal_lacks():
     assert conf['compute']['fixed_network_name'] == 'baremetal'
     assert (conf['compute']['flavor_ref'],
             conf['compute']['flavor_ref_alt']) == ('f1', 'f2')
-    assert conf['compute']['image_ref'] == 'image-1'
+    assert (conf['compute']['image_ref'],
+            conf['compute']['image_ref_alt']) == ('i1', 'i2')
+    # The driver puts injected files into the node's config drive.
+    assert features['personality'] == 'true'
+    assert features['config_drive'] == 'true'
     assert conf['compute']['min_compute_nodes'] == '2'
     assert conf['auth']['admin_password'] == 'secret'
     assert conf['identity']['uri_v3'] == 'http://127.0.0.1:5000/v3'
 
 
+def test_the_config_names_the_filters_the_scheduler_runs():
+    # "all" made tempest run the tests of filters the cloud does not
+    # enable (same_host, different_host), which then failed.
+    conf = _parse(tempest.config(
+        _cloud(), ('f1', 'f2'), ('i1', 'i2'), '/l', '/t'))
+    filters = conf['compute-feature-enabled']['scheduler_enabled_filters']
+    assert [f.strip() for f in filters.split(',')] == list(
+        nova.SCHEDULER_FILTERS)
+
+
 def test_without_a_network_neutron_is_off():
-    conf = _parse(tempest.config(_cloud(None), ('f1', 'f2'), '/l', '/t'))
+    conf = _parse(tempest.config(
+        _cloud(None), ('f1', 'f2'), ('i1', 'i2'), '/l', '/t'))
     assert conf['service_available']['neutron'] == 'false'
     assert 'fixed_network_name' not in conf['compute']
-
-
-def test_the_table_counts_each_module_and_names_the_reasons():
-    base = 'tempest.api.compute.servers.test_servers.ServersTest.'
-    results = [
-        {'test': base + 'test_a', 'status': 'success', 'reason': ''},
-        {'test': base + 'test_b', 'status': 'skip',
-         'reason': 'Resize not available.'},
-        {'test': 'tempest.api.compute.flavors.test_flavors.FlavorsTest.'
-                 'test_c', 'status': 'fail', 'reason': 'Boom'},
-    ]
-    text = tempest.table(results)
-    assert re.search(r'servers\.test_servers\s+1\s+1\s+0', text), text
-    assert re.search(r'flavors\.test_flavors\s+0\s+0\s+1', text), text
-    assert re.search(r'\*\*total\*\*\s+\*\*1\*\*\s+\*\*1\*\*\s+\*\*1\*\*',
-                     text), text
-    assert 'Resize not available.' in text and 'Boom' in text
 
 
 def test_every_listed_regex_compiles():
@@ -88,3 +88,24 @@ def test_every_listed_regex_compiles():
                 line = line.strip()
                 if line and not line.startswith('#'):
                     re.compile(line)
+
+
+def test_a_new_run_starts_without_the_last_runs_workspace_and_logs(
+        tmp_path):
+    # tempest init failed on the workspace a first run left behind.
+    for name in ('workspace/etc', 'logs'):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / 'workspace' / 'etc' / 'tempest.conf').write_text('old')
+    (tmp_path / 'logs' / 'nova-api.log').write_text('old')
+    (tmp_path / 'workspace.yaml').write_text('workspace: /x\n')
+    (tmp_path / 'results.json').write_text('{}')
+    tempest.fresh_output(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['results.json']
+
+
+def test_the_workspace_is_registered_next_to_it_not_in_home():
+    # A second run failed: "A workspace already exists with name:
+    # workspace" (the first had registered it in ~/.tempest).
+    argv = tempest.init_command('/venv/bin/tempest', '/out/workspace')
+    assert argv == ['/venv/bin/tempest', 'init', '--workspace-path',
+                    '/out/workspace.yaml', '/out/workspace']

@@ -16,26 +16,35 @@
 
     python -m ironic_multi.testing.cloud.tempest [--concurrency N]
         [--output DIR] [--regex R]
+    python -m ironic_multi.testing.cloud.tempest --publish RESULTS_JSON
+        [--doc PATH]
 
 Starts a :class:`~.cloud.Cloud`, writes a ``tempest.conf`` for it (bare
 metal: no resize, migration, console, snapshot, pause, suspend, shelve,
 rescue or volumes; validation off), runs the tests of
 ``tools/tempest/include.txt`` minus those of ``exclude.txt`` with
 ``tempest run``, and writes the results: ``results.json`` (every test,
-its status and the reason of a skip or failure) and ``results.rst`` (the
-table of doc/source/tempest.rst).  ``./tox.sh -e tempest`` runs it.
+its status and the reason of a skip or failure, the run's figures) and
+``results.rst`` (the page of doc/source/tempest.rst, see
+:mod:`~.tempest_report`).  ``./tox.sh -e tempest`` runs it;
+``--publish`` writes the page of a run's ``results.json`` into the docs.
 """
 
 import argparse
-import collections
 import configparser
+import contextlib
 import io
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
+
+from ironic_multi.testing.cloud import glance
+from ironic_multi.testing.cloud import nova
+from ironic_multi.testing.cloud import tempest_report
 
 LOG = logging.getLogger(__name__)
 
@@ -45,26 +54,60 @@ LISTS = os.path.join(ROOT, 'tools', 'tempest')
 # Tempest's servers and flavors: every node of a class fits (no
 # capabilities), and the alternate flavor is another class.
 FLAVORS = {'tempest-gold': 'CUSTOM_GOLD', 'tempest-silver': 'CUSTOM_SILVER'}
-# Compute API features a bare metal node does not have.
-DISABLED_FEATURES = (
-    'resize', 'cold_migration', 'live_migration', 'console_output',
-    'snapshot', 'pause', 'suspend', 'shelve', 'shelve_migrate', 'rescue',
-    'change_password', 'vnc_console', 'spice_console', 'serial_console',
-    'interface_attach', 'personality', 'attach_encrypted_volume',
-    'block_migration_for_live_migration', 'volume_multiattach',
-    'swap_volume', 'volume_backed_live_migration', 'cold_migrate',
-    'hostname_fqdn_sanitization', 'disk_config', 'config_drive',
-    'unified_limits')
+ALT_IMAGE = 'cirros-alt'
+# In the output directory: tempest's workspace and the services' logs.
+WORKSPACE, LOGS = 'workspace', 'logs'
+# The file of tempest's workspace names, next to the workspace.
+REGISTRY = '.yaml'
+# Every compute API test of tempest (those it runs one at a time too).
+COMPUTE_TESTS = r'^tempest\.(serial_tests\.)?api\.compute\.'
+# Compute API features a bare metal node does not have, and why (the
+# page of the results lists them).
+DISABLED_FEATURES = {
+    'resize': 'a node is its flavor: another flavor is another machine, '
+              'and Nova cannot move a disk between machines',
+    'cold_migration': 'the disk is the node\'s own: nothing copies it to '
+                      'another node',
+    'live_migration': 'a running physical machine cannot move',
+    'block_migration_for_live_migration': 'live migration',
+    'volume_backed_live_migration': 'live migration',
+    'snapshot': 'Nova cannot image a node\'s disk',
+    'shelve': 'shelving starts with a snapshot',
+    'shelve_migrate': 'shelving starts with a snapshot',
+    'pause': 'a physical machine cannot be paused, only powered off',
+    'suspend': 'a physical machine cannot be suspended by Nova',
+    'rescue': 'not implemented: it needs a rescue ramdisk booted on the '
+              'node',
+    'console_output': 'Ironic keeps no console log to read back',
+    'vnc_console': 'ironic-multi does not proxy Ironic\'s consoles',
+    'spice_console': 'ironic-multi does not proxy Ironic\'s consoles',
+    'serial_console': 'ironic-multi does not proxy Ironic\'s consoles',
+    'change_password': 'Nova sets it through a hypervisor\'s guest agent',
+    'interface_attach': 'the fake nodes have no Ironic ports to bind a VIF '
+                        'to, and no Neutron agent makes a port ACTIVE',
+    'disk_config': 'the image and Ironic lay out the disk, not Nova\'s '
+                   'AUTO or MANUAL disk config',
+    'hostname_fqdn_sanitization': 'its test reads the hostname inside '
+                                  'the server (validation is off)',
+    'metadata_service': 'the cloud runs no metadata API',
+    'attach_encrypted_volume': 'no Cinder',
+    'swap_volume': 'no Cinder',
+    'volume_multiattach': 'no Cinder',
+}
+# Features tempest assumes absent that the driver has: injected files
+# (personality) go into the node's config drive.
+ENABLED_FEATURES = ('personality', 'config_drive')
 # The nodes: enough for two workers that each create up to 3 servers at a
 # time, with room for deletes that are still tearing down.
 NODES = 48
 BUILD_TIMEOUT = 300
 
 
-def config(cloud, flavors, lock_path, log_file):
+def config(cloud, flavors, images, lock_path, log_file):
     """The text of a ``tempest.conf`` for ``cloud``.
 
     :param flavors: ``(flavor_ref, flavor_ref_alt)`` ids.
+    :param images: ``(image_ref, image_ref_alt)`` ids.
     """
     keystone = cloud.keystone
     admin = keystone.admin
@@ -88,7 +131,7 @@ def config(cloud, flavors, lock_path, log_file):
                         'v3_endpoint_type': 'public'}
     conf['identity-feature-enabled'] = {'api_v2': 'false'}
     conf['compute'] = {
-        'image_ref': cloud.image_id, 'image_ref_alt': cloud.image_id,
+        'image_ref': images[0], 'image_ref_alt': images[1],
         'flavor_ref': flavors[0], 'flavor_ref_alt': flavors[1],
         'min_microversion': '2.1', 'max_microversion': 'latest',
         'build_timeout': str(BUILD_TIMEOUT), 'build_interval': '2',
@@ -99,8 +142,12 @@ def config(cloud, flavors, lock_path, log_file):
         conf['compute']['fixed_network_name'] = 'baremetal'
     conf['compute-feature-enabled'] = dict.fromkeys(DISABLED_FEATURES,
                                                     'false')
-    conf['compute-feature-enabled'].update(
-        {'metadata_service': 'false', 'scheduler_enabled_filters': 'all'})
+    conf['compute-feature-enabled'].update(dict.fromkeys(ENABLED_FEATURES,
+                                                         'true'))
+    conf['compute-feature-enabled'].update({
+        # The filters the scheduler runs: tempest skips the tests of the
+        # others (same_host, different_host...) instead of failing them.
+        'scheduler_enabled_filters': ', '.join(scheduler_filters(cloud))})
     conf['validation'] = {'run_validation': 'false'}
     conf['service_available'] = {
         'nova': 'true', 'glance': 'true', 'neutron': str(
@@ -110,6 +157,13 @@ def config(cloud, flavors, lock_path, log_file):
     text = io.StringIO()
     conf.write(text)
     return text.getvalue()
+
+
+def scheduler_filters(cloud):
+    """The ``[filter_scheduler] enabled_filters`` of the cloud's Nova."""
+    options = getattr(cloud, 'nova_options', None) or {}
+    return options.get('filter_scheduler', {}).get(
+        'enabled_filters', nova.SCHEDULER_FILTERS)
 
 
 def create_flavors(cloud):
@@ -124,6 +178,23 @@ def create_flavors(cloud):
             'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'})
         ids.append(flavor.id)
     return ids
+
+
+def create_alt_image(cloud):
+    """A second image: rebuilds and image filters need two."""
+    admin = cloud.connection()
+    return admin.image.create_image(
+        name=ALT_IMAGE, data=glance.IMAGE_DATA + b'alt\n',
+        disk_format='raw', container_format='bare', visibility='public',
+        wait=True).id
+
+
+def selection(regex=None):
+    """The arguments of ``tempest run`` that choose the tests."""
+    if regex:
+        return ['--regex', regex]
+    return ['--include-list', os.path.join(LISTS, 'include.txt'),
+            '--exclude-list', os.path.join(LISTS, 'exclude.txt')]
 
 
 def read_results(cloud, workspace):
@@ -165,76 +236,95 @@ json.dump(sorted(results.values(), key=lambda r: r['test']), sys.stdout)
 '''
 
 
-def summarize(results):
-    """``{group: Counter(status)}``, by test module."""
-    groups = collections.defaultdict(collections.Counter)
-    for result in results:
-        parts = result['test'].split('.')
-        # tempest.api.compute.servers.test_servers.ServersTest.test_x
-        group = '.'.join(parts[3:5]) if len(parts) > 5 else result['test']
-        groups[group][result['status']] += 1
-    return groups
-
-
-def table(results):
-    """The rst tables of doc/source/tempest.rst."""
-    groups = summarize(results)
-    statuses = ('success', 'skip', 'fail')
-    total = collections.Counter()
-    rows = []
-    for group in sorted(groups):
-        total.update(groups[group])
-        counts = groups[group]
-        rows.append((group,) + tuple(str(counts[s]) for s in statuses))
-    rows.append(('**total**',) + tuple('**%d**' % total[s]
-                                       for s in statuses))
-    lines = _rst(('Tests', 'Passed', 'Skipped', 'Failed'), rows)
-    reasons = collections.Counter(
-        (r['status'], r['reason'] or '-') for r in results
-        if r['status'] != 'success')
-    if reasons:
-        lines += ['', 'Skips and failures, by reason:', '']
-        lines += _rst(('Status', 'Tests', 'Reason'), [
-            (status, str(count), reason.replace('\n', ' ')[:150])
-            for (status, reason), count in sorted(reasons.items())])
-    return '\n'.join(lines) + '\n'
-
-
-def _rst(header, rows):
-    widths = [max(len(str(row[i])) for row in (header,) + tuple(rows))
-              for i in range(len(header))]
-    rule = '  '.join('=' * w for w in widths)
-    line = lambda row: '  '.join(str(c).ljust(w)
-                                 for c, w in zip(row, widths)).rstrip()
-    return [rule, line(header), rule] + [line(r) for r in rows] + [rule]
+def tempest_version(cloud):
+    return subprocess.run(
+        [cloud.python, '-c', 'from importlib import metadata; '
+         'print(metadata.version("tempest"))'], capture_output=True,
+        text=True, check=True).stdout.strip()
 
 
 def run(cloud, workspace, concurrency=2, regex=None):
-    """Configure and run tempest in ``workspace``; returns the results."""
-    os.makedirs(workspace, exist_ok=True)
-    subprocess.run([cloud.bin('tempest'), 'init', workspace],
-                   check=True, capture_output=True, env=cloud.env())
+    """Configure and run tempest in ``workspace``.
+
+    Returns ``(results, seconds, not_included)``: every selected test's
+    result (a class skipped as a whole counts as each of its tests), how
+    long tempest ran, and the compute API modules the include list leaves
+    out.
+    """
+    cloud.run(init_command(cloud.bin('tempest'), workspace))
     conf = config(cloud, create_flavors(cloud),
+                  (cloud.image_id, create_alt_image(cloud)),
                   lock_path=os.path.join(workspace, 'locks'),
                   log_file=os.path.join(workspace, 'tempest.log'))
     with open(os.path.join(workspace, 'etc', 'tempest.conf'), 'w') as f:
         f.write(conf)
-    argv = [cloud.bin('tempest'), 'run', '--concurrency', str(concurrency)]
-    if regex:
-        argv += ['--regex', regex]
-    else:
-        argv += ['--include-list', os.path.join(LISTS, 'include.txt'),
-                 '--exclude-list', os.path.join(LISTS, 'exclude.txt')]
+    argv = [cloud.bin('tempest'), 'run']
+
+    def list_tests(*selected):
+        output = subprocess.run(
+            argv + ['--list-tests'] + list(selected), cwd=workspace,
+            env=cloud.env(), capture_output=True, text=True,
+            check=True).stdout.split()
+        return [t for t in output if t.startswith('tempest.')]
+
+    listed = list_tests(*selection(regex))
+    not_included = tempest_report.modules_left_out(
+        list_tests('--regex', COMPUTE_TESTS),
+        list_tests(*selection(regex)[:2]))
     started = time.monotonic()
     with open(os.path.join(workspace, 'run.log'), 'w') as log:
         # Failed tests make it exit 1: the results say which.
-        subprocess.run(argv, cwd=workspace, stdout=log,
+        subprocess.run(argv + ['--concurrency', str(concurrency)]
+                       + selection(regex), cwd=workspace, stdout=log,
                        stderr=subprocess.STDOUT, env=cloud.env())
-    LOG.info('tempest ran in %.0f s', time.monotonic() - started)
-    return read_results(cloud, workspace)
+    seconds = time.monotonic() - started
+    LOG.info('tempest ran in %.0f s', seconds)
+    results = tempest_report.expand_class_skips(
+        read_results(cloud, workspace), listed)
+    return results, seconds, not_included
+
+
+def command(argv):
+    """How the run was asked for, as a reader would type it."""
+    words = ['./tox.sh', '-e', 'tempest']
+    if argv:
+        words += ['--'] + list(argv)
+    return ' '.join(words)
+
+
+def publish(results_path, doc_path):
+    with open(results_path) as f:
+        data = json.load(f)
+    with open(doc_path, 'w') as f:
+        f.write(tempest_report.page(data))
+    print('wrote %s from %s' % (doc_path, results_path))
+
+
+def init_command(tempest, workspace):
+    """``tempest init`` of a workspace registered next to it.
+
+    Not in ``~/.tempest/workspace.yaml``: a name registered there by an
+    earlier run (or another checkout) makes ``tempest init`` fail.
+    """
+    return [tempest, 'init', '--workspace-path', workspace + REGISTRY,
+            workspace]
+
+
+def fresh_output(output):
+    """``output`` without an earlier run's workspace and logs.
+
+    ``tempest init`` refuses a directory that is not empty or a name
+    registered already, and the services append to their logs.
+    """
+    for name in (WORKSPACE, LOGS):
+        shutil.rmtree(os.path.join(output, name), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(output, WORKSPACE + REGISTRY))
+    os.makedirs(output, exist_ok=True)
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
         prog='python -m ironic_multi.testing.cloud.tempest',
         description=__doc__.split('\n\n')[0])
@@ -246,33 +336,59 @@ def main(argv=None):
     parser.add_argument('--output', default='tempest-results',
                         help='results, tempest.conf, logs (default: '
                         '%(default)s)')
+    parser.add_argument('--publish', metavar='RESULTS_JSON',
+                        help='run nothing: write the page of these '
+                        'results to --doc')
+    parser.add_argument('--doc', default=os.path.join(
+        ROOT, 'doc', 'source', 'tempest.rst'), help='the page --publish '
+        'writes (default: %(default)s)')
     args = parser.parse_args(argv)
+    if args.publish:
+        publish(args.publish, args.doc)
+        return 0
     logging.basicConfig(level=logging.INFO,
                         format='%(asctime)s %(message)s')
     from ironic_multi.testing.cloud import cloud as cloud_mod
 
     output = os.path.abspath(args.output)
-    os.makedirs(output, exist_ok=True)
+    fresh_output(output)
     started = time.monotonic()
+    date = time.strftime('%Y-%m-%d', time.gmtime())
     with cloud_mod.Cloud(computes=args.computes, nodes=args.nodes,
-                         log_dir=os.path.join(output, 'logs')) as cloud:
-        results = run(cloud, os.path.join(output, 'workspace'),
-                      args.concurrency, args.regex)
+                         log_dir=os.path.join(output, LOGS)) as cloud:
+        results, tempest_seconds, not_included = run(
+            cloud, os.path.join(output, WORKSPACE), args.concurrency,
+            args.regex)
         held = cloud.held_nodes()
+        version = tempest_version(cloud)
+        cloud_start = cloud.start_seconds
+        filters = list(scheduler_filters(cloud))
     seconds = time.monotonic() - started
-    with open(os.path.join(output, 'results.json'), 'w') as f:
-        json.dump({'seconds': round(seconds), 'results': results,
-                   'held_nodes_after': held}, f, indent=1)
-    text = table(results)
-    with open(os.path.join(output, 'results.rst'), 'w') as f:
-        f.write(text)
-    print(text)
-    counts = collections.Counter(r['status'] for r in results)
+    data = {
+        'command': command(argv), 'date': date,
+        'tempest_version': version, 'computes': args.computes,
+        'nodes': args.nodes, 'concurrency': args.concurrency,
+        'seconds': round(seconds), 'cloud_start_seconds': round(cloud_start),
+        'tempest_seconds': round(tempest_seconds),
+        'disabled_features': DISABLED_FEATURES,
+        'scheduler_filters': filters, 'not_included': not_included,
+        'excluded': [] if args.regex else tempest_report.read_list(
+            os.path.join(LISTS, 'exclude.txt')),
+        'results': results, 'held_nodes_after': held,
+    }
+    results_path = os.path.join(output, 'results.json')
+    with open(results_path, 'w') as f:
+        json.dump(data, f, indent=1)
+    publish(results_path, os.path.join(output, 'results.rst'))
+    counts = tempest_report.counts(results)
     print('tempest: %d passed, %d skipped, %d failed in %.0f s (cloud '
           'included); nodes still held after: %d' % (
               counts['success'], counts['skip'], counts['fail'], seconds,
               len(held)))
-    return 1 if counts['fail'] or not results else 0
+    for result in results:
+        if result['status'] == 'fail':
+            print('FAILED %s: %s' % (result['test'], result['reason']))
+    return 1 if counts['fail'] or not results or held else 0
 
 
 if __name__ == '__main__':
