@@ -53,7 +53,11 @@ SERVERS = {
                'openstack-placement==16.0.0', 'python-openstackclient',
                'osc-placement', 'networking-baremetal', 'tempest==47.0.0',
                'waitress==3.0.2', 'etcd3gw', 'SQLAlchemy<2.1',
-               'psycopg2-binary', 'PyMySQL'), 'nova-compute'),
+               'psycopg2-binary', 'PyMySQL',
+               # oslo.cache's stevedore loads every backend of its own at
+               # a service's first request, and logs an ERROR for this
+               # one's missing module.
+               'python-memcached'), 'nova-compute'),
 }
 # What ``nova/virt/ironic_multi.py`` says in the cloud venv: the shim that
 # ironic-multi's own package installs (see setup.cfg).
