@@ -17,8 +17,9 @@ else
     TOX=.venv-tox/bin/tox
 fi
 
-# Debian packages the tests start servers from: etcd (a coordination
-# backend) and RabbitMQ (the multi-process cloud's broker).
+# Debian packages the tests and the sandbox start servers from: etcd (a
+# coordination backend), RabbitMQ and MariaDB (the multi-process cloud
+# runs a broker and a database server of its own).
 install_missing() {
     local command=$1 package=$2
     if command -v "$command" >/dev/null 2>&1 || [ -x "/usr/sbin/$command" ] ||
@@ -37,5 +38,6 @@ install_missing() {
 }
 install_missing etcd etcd-server
 install_missing rabbitmq-server rabbitmq-server
+install_missing mariadbd mariadb-server
 
 exec "$TOX" "$@"

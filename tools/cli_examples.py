@@ -45,7 +45,8 @@ HEADER = """\
 
 #: The sandbox: three compute services, so that two are left after one is
 #: stopped and the ring has something to show.
-SANDBOX = ('--nodes', '12', '--computes', '3', '--servers', '8')
+SANDBOX = ('--nodes', '12', '--computes', '3', '--servers', '8',
+           '--in-process')
 #: How the titles name what the examples fill in.
 PLACEHOLDERS = {'instance': 'INSTANCE', 'claimed': 'INSTANCE',
                 'stopped': 'HOST'}

@@ -35,8 +35,9 @@ from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import nova_services
 
 COMPUTE_MICROVERSION = '2.95'
-# --db: Keystone's and Ironic's database (the others' is MariaDB:
-# Neutron's migrations support no other).
+# --db: auto, a MariaDB of the cloud's own; mysql, the machine's MariaDB;
+# postgresql, the machine's PostgreSQL for Keystone and Ironic (the others
+# stay on MariaDB: Neutron's migrations support no other).
 CLOUD_DB_KINDS = {'auto': None, 'mysql': 'mysql', 'postgresql': 'postgresql'}
 # PUT /os-services/{id} with forced_down.
 FORCE_DOWN_MICROVERSION = '2.53'
@@ -180,6 +181,7 @@ class CloudScenario(scenario_mod.Scenario):
         cloud = self.cloud = stack.enter_context(cloud_mod.Cloud(
             computes=computes, layout=self.layout,
             db_kind=CLOUD_DB_KINDS[self.args.db],
+            private_database=self.args.db == 'auto',
             log_dir=self.args.cloud_log_dir))
         self.processes = cloud.pids()
         self.server = cloud.ironic_server

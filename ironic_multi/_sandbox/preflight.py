@@ -34,6 +34,37 @@ class PreflightError(Exception):
     """A setting that cannot work; its text is the one line to print."""
 
 
+def cloud_missing():
+    """What the multi-process cloud needs and this machine lacks.
+
+    ``[what (Debian package)]``, empty when the cloud can run: the broker,
+    etcd and MariaDB's server (the cloud runs each of its own).
+    """
+    from ironic_multi.testing.cloud import database
+    from ironic_multi.testing.cloud import rabbitmq
+
+    missing = []
+    for what, found in (
+            ('rabbitmq-server (Debian package rabbitmq-server)',
+             _found(rabbitmq.server_path)),
+            ('etcd (Debian package etcd-server)',
+             shutil.which('etcd') is not None),
+            ('mariadbd (Debian package mariadb-server)',
+             _found(lambda: (database.server_path(),
+                             database.installer_path())))):
+        if not found:
+            missing.append(what)
+    return missing
+
+
+def _found(lookup):
+    try:
+        lookup()
+    except Exception:
+        return False
+    return True
+
+
 def check_coordination(wanted, timeout=CHECK_TIMEOUT):
     """Check ``--coordination-url``; raise PreflightError if it cannot work.
 

@@ -36,17 +36,19 @@ DEFAULT_OUTPUT = 'sandbox-results'
 DESCRIPTION = """\
 End-to-end sandbox: a real Ironic (fake hardware) with N nodes in three
 resource classes (traits, capabilities, a few nodes owned by another
-project), Nova's in-process API, conductor, scheduler, placement and K
-compute services loading compute_driver = ironic_multi.IronicMultiDriver.
-It boots M servers at once through Nova's API (one class oversubscribed:
-reschedules and clean ERRORs), stops one compute service half way (its
-shard keys and its instances move to the others), boots more, deletes
-some, and checks that no node was given twice and that placement's free
-counts equal Ironic's.  Prints a report,
+project), and Nova with K compute services loading compute_driver =
+ironic_multi.IronicMultiDriver: by default a cloud of processes
+(Keystone, Placement, Nova's API, conductor, scheduler and computes,
+Glance, Neutron, Ironic, RabbitMQ, etcd, MariaDB), else Nova's services
+in this process (--in-process).  It boots M servers at once through Nova's
+API (one class oversubscribed: reschedules and clean ERRORs), stops one
+compute service half way (its shard keys and its instances move to the
+others), boots more, deletes some, and checks that no node was given
+twice and that placement's free counts equal Ironic's.  Prints a report,
 writes sandbox.json and sandbox.png to --output; the last line is
 "sandbox OK", else it exits non-zero and says why.  Everything it starts
 stops at the end, on Ctrl-C and on SIGTERM; with --keep, the cloud stays
-up for ironic-multi-manage until Ctrl-C."""
+up (for the openstack client and ironic-multi-manage) until Ctrl-C."""
 
 
 def parser():
@@ -79,15 +81,22 @@ def parser():
         default=os.environ.get(OUTPUT_ENV, DEFAULT_OUTPUT),
         help='where sandbox.png and sandbox.json go (default: $%s or '
              './%s)' % (OUTPUT_ENV, DEFAULT_OUTPUT))
-    parser.add_argument(
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
         '--cloud', action='store_true',
-        help='run the scenario on a cloud of processes: Keystone, '
+        help='run on a cloud of processes (the default when this machine '
+             'has rabbitmq-server, etcd and mariadbd): Keystone, '
              'Placement, Nova (API, conductor, scheduler, K computes), '
-             'Glance, Neutron, Ironic, RabbitMQ, MariaDB and an etcd of its '
-             'own, driven through their APIs (--db: Keystone\'s and '
-             'Ironic\'s database, mysql or postgresql; --coordination-url '
-             'does not apply; a venv of its own is built the first time); '
-             'with --keep, the openstack client works on it')
+             'Glance, Neutron, Ironic, and a RabbitMQ, an etcd and a '
+             'MariaDB of its own, driven through their APIs; with --keep, '
+             'the openstack client works on it.  --db mysql or postgresql '
+             'puts its databases on the machine\'s servers instead')
+    where.add_argument(
+        '--in-process', action='store_true',
+        help='run Nova\'s services in this process, with Ironic and '
+             'coordination as --db and --coordination-url say (the '
+             'default when the cloud cannot run, or when either option '
+             'asks for what only this mode does)')
     parser.add_argument('--no-chart', action='store_true',
                         help='skip the PNG (and matplotlib)')
     parser.add_argument(
@@ -130,13 +139,14 @@ def main(argv=None):
                                    args.seed)
     except fleet.LayoutError as e:
         parser().error(str(e))
+    from ironic_multi._sandbox import preflight
     if args.cloud and args.coordination_url != 'file':
         parser().error('--cloud runs an etcd of its own: --coordination-url '
                        'does not apply')
     if args.cloud and args.db == 'sqlite':
         parser().error('--cloud needs a database server: --db mysql, '
                        'postgresql or auto')
-    from ironic_multi._sandbox import preflight
+    args.cloud = _on_cloud(args, preflight)
     try:
         preflight.check_coordination(args.coordination_url)
     except preflight.PreflightError as e:
@@ -149,6 +159,23 @@ def main(argv=None):
                  '(pip install -r test-requirements.txt, or ./tox.sh -e '
                  'sandbox): %s' % e)
     return run.run(args, layout)
+
+
+def _on_cloud(args, preflight):
+    """Whether the run is on the multi-process cloud (the default)."""
+    if args.in_process or (not args.cloud and (
+            args.coordination_url != 'file' or args.db == 'sqlite')):
+        return False
+    missing = preflight.cloud_missing()
+    if missing and args.cloud:
+        parser().exit(2, '%s: error: --cloud needs %s\n' % (
+            parser().prog, ', '.join(missing)))
+    if missing:
+        print('ironic-multi-sandbox: running Nova\'s services in this '
+              'process: the multi-process cloud needs %s (./tox.sh installs '
+              'them on Debian)' % ', '.join(missing), file=sys.stderr)
+        return False
+    return True
 
 
 if __name__ == '__main__':

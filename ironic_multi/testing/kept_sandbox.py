@@ -41,6 +41,8 @@ READY = 'Ctrl-C (or SIGTERM) stops it.'
 START_TIMEOUT = 400
 STOP_TIMEOUT = 90
 SMALL = ('--nodes', '8', '--computes', '2', '--servers', '6')
+# Nova's services in the sandbox's process, Ironic without Keystone.
+IN_PROCESS = SMALL + ('--in-process',)
 
 
 class KeptSandboxError(Exception):
@@ -61,7 +63,8 @@ class KeptSandbox(fixtures.Fixture):
     """One ``ironic-multi-sandbox --keep`` run, kept up until cleanUp.
 
     :param output: the sandbox's ``--output`` directory.
-    :param args: more sandbox arguments (default: a small fleet).
+    :param args: more sandbox arguments (default: a small fleet, Nova's
+        services in the sandbox's process).
     :param env: the environment of the sandbox and the CLI.
 
     After setUp: ``lines`` (what it printed so far), ``command`` (the
@@ -69,7 +72,7 @@ class KeptSandbox(fixtures.Fixture):
     ``report`` (its sandbox.json).  After :meth:`stop`: ``returncode``.
     """
 
-    def __init__(self, output, args=SMALL, env=None):
+    def __init__(self, output, args=IN_PROCESS, env=None):
         super().__init__()
         self.output = str(output)
         self.args = list(args)

@@ -40,7 +40,10 @@ import pytest
 from ironic_multi._sandbox import checks
 from ironic_multi.testing import ironic_server
 
-SMALL = ('--nodes', '8', '--computes', '2', '--servers', '6')
+# Nova's services in the sandbox's process: what these tests look at
+# (tests/cloud/test_sandbox_on_cloud.py runs it on the cloud).
+SMALL = ('--nodes', '8', '--computes', '2', '--servers', '6',
+         '--in-process')
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 RUN_TIMEOUT = 400
 STOP_TIMEOUT = 90

@@ -157,3 +157,51 @@ def test_a_ring_that_disagrees_within_the_group_names_no_one():
 
     assert str(raised.value) == (
         'the compute services do not agree on the shard ring')
+
+
+# -- where it runs ------------------------------------------------------------
+
+def _where(argv, missing, monkeypatch, capsys):
+    monkeypatch.setattr(preflight, 'cloud_missing', lambda: list(missing))
+    args = sandbox.parser().parse_args(argv)
+    chosen = sandbox._on_cloud(args, preflight)
+    return chosen, capsys.readouterr().err
+
+
+@pytest.mark.parametrize('argv, missing, cloud', [
+    # The cloud when the machine has what it needs.
+    ([], [], True),
+    (['--db', 'mysql'], [], True),
+    # In this process when asked, or when an option only it has is used.
+    (['--in-process'], [], False),
+    (['--coordination-url', 'redis'], [], False),
+    (['--db', 'sqlite'], [], False),
+])
+def test_the_cloud_is_the_default(argv, missing, cloud, monkeypatch,
+                                  capsys):
+    chosen, err = _where(argv, missing, monkeypatch, capsys)
+    assert chosen is cloud
+    assert err == ''
+
+
+def test_without_what_the_cloud_needs_it_runs_in_process_and_says_so(
+        monkeypatch, capsys):
+    chosen, err = _where([], ['etcd (Debian package etcd-server)'],
+                         monkeypatch, capsys)
+    assert chosen is False
+    assert 'needs etcd (Debian package etcd-server)' in err
+    assert len(err.splitlines()) == 1
+
+
+def test_cloud_asked_for_without_what_it_needs_is_an_error(monkeypatch,
+                                                           capsys):
+    with pytest.raises(SystemExit) as exited:
+        _where(['--cloud'], ['mariadbd (Debian package mariadb-server)'],
+               monkeypatch, capsys)
+    assert exited.value.code == 2
+    assert '--cloud needs mariadbd' in capsys.readouterr().err
+
+
+def test_this_machine_has_what_the_cloud_needs():
+    # The CI machine runs the cloud tests: nothing may be missing here.
+    assert preflight.cloud_missing() == []

@@ -66,6 +66,15 @@ def _which(names):
                         'mariadb-server)' % names[0])
 
 
+def server_path():
+    """``mariadbd``; raises DatabaseError when it is not installed."""
+    return _which(SERVERS)
+
+
+def installer_path():
+    return _which(INSTALLERS)
+
+
 def _user_args():
     # mariadbd refuses to run as root unless told to.
     return ['--user=%s' % getpass.getuser()] if os.getuid() == 0 else []
@@ -80,7 +89,7 @@ def make_service(base_dir, log_dir):
     data = os.path.join(home, 'data')
     os.makedirs(home, exist_ok=True)
     install = subprocess.run(
-        [_which(INSTALLERS), '--no-defaults', '--datadir=' + data,
+        [installer_path(), '--no-defaults', '--datadir=' + data,
          '--auth-root-authentication-method=normal', '--skip-test-db']
         + _user_args(), capture_output=True, text=True,
         timeout=INSTALL_TIMEOUT)
@@ -88,7 +97,7 @@ def make_service(base_dir, log_dir):
         raise DatabaseError('mariadb-install-db exited with %d:\n%s' % (
             install.returncode, (install.stderr or install.stdout)[-3000:]))
     port = _net.free_port()
-    argv = [_which(SERVERS), '--no-defaults', '--datadir=' + data,
+    argv = [server_path(), '--no-defaults', '--datadir=' + data,
             '--socket=' + os.path.join(home, 'mysqld.sock'),
             '--pid-file=' + os.path.join(home, 'mysqld.pid'),
             '--port=%d' % port] + list(SETTINGS) + _user_args()
