@@ -26,7 +26,10 @@ group runs it at a time (:mod:`.leader`).  A pass:
    consumer (Nova) has deleted or does not have, once seen so for
    ``orphan_grace_period`` (an instance deleted while its compute was
    down, a lost-answer claim that landed after its instance was gone);
-   when the consumer cannot be asked, this rule does nothing in that pass;
+   one torn down already is only released, where the provider does not
+   end it by itself (a release that never came: its caller died, or was
+   fenced off); when the consumer cannot be asked, this rule does nothing
+   in that pass;
 2. releases claims that never got to deploy within
    ``stuck_claim_timeout`` and whose claiming member has left the group
    (the service crashed between claim and deploy): a claim queued behind
@@ -292,11 +295,21 @@ class Housekeeper(object):
                              'holds no node, and its instance is %s' % state,
                              self._release, reservation)
             elif state == GONE:
-                if reservation.state == lifecycle.State.RELEASING:
+                releasing = reservation.state == lifecycle.State.RELEASING
+                if releasing and self._provider.releasing_ends_itself:
                     # Torn down already; the provider ends it.
                     continue
-                if self._overdue('orphan', instance,
-                                 self._opts.orphan_grace_period, now, alive):
+                if not self._overdue('orphan', instance,
+                                     self._opts.orphan_grace_period, now,
+                                     alive):
+                    continue
+                if releasing:
+                    # Torn down, but its release never came (its caller
+                    # died, or was fenced off).
+                    self._do('release orphan', 'the instance is gone from '
+                             'the consumer, and its node was torn down',
+                             self._release, reservation)
+                else:
                     self._do('release orphan', 'the instance is gone from '
                              'the consumer', self._teardown_and_release,
                              reservation)

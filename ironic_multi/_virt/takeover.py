@@ -55,15 +55,24 @@ adopts nothing.  An operator request (``ironic-multi-manage instances
 adopt --from HOST [--to HOST]``) is served by the ``--to`` host, or else
 by the same ring owner.
 
-**Which instances.**  Those Nova has on the lost host, except:
+**Which instances.**  Those Nova has on the lost host.  First, the
+adopter ends what the lost host left unfinished: an instance still
+building, or in the middle of a task (``task_state`` set), can never
+progress there (Nova's own ``instance_build_timeout`` runs on the lost
+host too), and its user would wait for ever.  It is set to ERROR with no
+task, and gets an instance fault (``openstack server show``) from the
+Nova exception its compute manager would have raised (a build aborted, a
+termination, reboot or power action failed) saying which host was lost
+during which task.  The write expects the states it read: an instance
+whose task changed meanwhile is left for the next run.  Then it is
+adopted like any other, so that the user's next request (delete, hard
+reboot, rebuild) goes to a live service, which can act on the node.
+Except:
 
-- an instance in the middle of a task (``task_state`` set) or still
-  building: the task ran on the lost host and cannot progress anyway, and
-  its message may still wait for that host; it is skipped and reported,
-  and adopted by the next run once an operator has reset its state
-  (``openstack server set --state active``);
-- an instance holding no node this service can see (a failed build):
-  Nova deletes such an instance by itself while its host is down;
+- an instance holding no node this service can see (a build that failed
+  or never claimed one, a delete that released it): it stays on the lost
+  host, in ERROR when its task was ended, and Nova deletes it by itself
+  while its host is down;
 - an instance whose node is marked for a third host (adopted by another
   service since, or a mistake): never stolen;
 - an instance whose node carries another coordination group's ownership
@@ -72,10 +81,10 @@ by the same ring owner.
   host of this group.
 
 **Fenced.**  Adoptions of a lost host run under the group's lock for that
-host, and the adopter asks the backend before each instance whether it
-still holds it: a service cut off from the coordination backend, or
-paused past the lock's expiry, stops at once, and whoever holds the lock
-now goes on.
+host, and the adopter asks the backend before each write (a task ended,
+an instance adopted) whether it still holds it: a service cut off from
+the coordination backend, or paused past the lock's expiry, stops at
+once, and whoever holds the lock now goes on.
 
 A locked instance is adopted like any other: its lock guards it against
 its users' actions, not against a change of compute service.  Neutron
@@ -87,6 +96,8 @@ import collections
 import time
 
 from keystoneauth1 import exceptions as ks_exc
+from nova.compute import task_states
+from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 from nova import conf as nova_conf
 from nova import context as nova_context
@@ -121,6 +132,24 @@ Survey = collections.namedtuple('Survey', 'services down lost')
 _INSTANCE_ERRORS = (exception.IronicMultiError, nova_exception.NovaException,
                     ks_exc.ClientException)
 
+# The Nova exception that tells a user which task of theirs a lost host
+# left unfinished (the one its compute manager raises when the task
+# fails); tasks not listed get a plain NovaException.
+_BUILD = nova_exception.BuildAbortException
+_INTERRUPTED = dict(
+    [(task, _BUILD) for task in task_states.rebuild_states]
+    + [(task, nova_exception.InstanceRebootFailure) for task in
+       task_states.soft_reboot_states + task_states.hard_reboot_states]
+    + [(task_states.DELETING, nova_exception.InstanceTerminationFailure),
+       (task_states.SOFT_DELETING,
+        nova_exception.InstanceTerminationFailure),
+       (task_states.POWERING_OFF, nova_exception.InstancePowerOffFailure),
+       (task_states.POWERING_ON, nova_exception.InstancePowerOnFailure),
+       (task_states.RESCUING, nova_exception.InstanceRescueFailure),
+       (task_states.UNRESCUING, nova_exception.InstanceUnRescueFailure),
+       (task_states.SUSPENDING, nova_exception.InstanceSuspendFailure),
+       (task_states.RESUMING, nova_exception.InstanceResumeFailure)])
+
 
 def enabled(conf):
     """Whether the automatic takeover runs (the periodic is registered)."""
@@ -151,6 +180,31 @@ def moved_allocations(current, source, target):
             'consumer_generation': current.get('consumer_generation'),
             'project_id': current['project_id'],
             'user_id': current['user_id']}
+
+
+def unfinished(instance):
+    """Whether the instance is building, or in the middle of a task."""
+    return (instance.task_state is not None
+            or instance.vm_state == vm_states.BUILDING)
+
+
+def interrupted(instance, source, why):
+    """The Nova exception for the instance's task, lost with ``source``.
+
+    :param why: why the host counts as lost ("forced down", ...).
+    """
+    task = instance.task_state
+    reason = 'compute host %s was lost (%s) during %s' % (
+        source, why, task or 'the build')
+    if instance.vm_state == vm_states.BUILDING:
+        return _BUILD(instance_uuid=instance.uuid, reason=reason)
+    fault = _INTERRUPTED.get(task)
+    if fault is _BUILD:
+        return _BUILD(instance_uuid=instance.uuid, reason=reason)
+    if fault is not None:
+        return fault(reason=reason)
+    return nova_exception.NovaException(
+        message='Task of instance %s ended: %s' % (instance.uuid, reason))
 
 
 def _moving(current, source):
@@ -280,7 +334,7 @@ class Takeover(object):
                                             'adopter': adopter})
                 continue
             try:
-                reports.append(self.adopt(context, source))
+                reports.append(self.adopt(context, source, why))
             except exception.TakeoverRefused as e:
                 LOG.info('%s', e)
         return reports
@@ -341,11 +395,14 @@ class Takeover(object):
 
     # -- adoption ---------------------------------------------------------
 
-    def adopt(self, context, source):
+    def adopt(self, context, source, why='Nova reports it down'):
         """Adopt every instance Nova has on ``source``; idempotent.
 
-        :returns: ``{'host', 'from', 'adopted': [uuid], 'skipped': {uuid:
-            reason}, 'seconds'}`` (JSON).
+        :param why: why ``source`` counts as lost, for the instance faults
+            of the tasks it left unfinished.
+        :returns: ``{'host', 'from', 'adopted': [uuid], 'ended': {uuid:
+            the fault message}, 'skipped': {uuid: reason}, 'seconds'}``
+            (JSON).
         :raises TakeoverRefused: ``source`` is this host, or another
             service is adopting its instances right now.
         """
@@ -355,7 +412,7 @@ class Takeover(object):
                                         'instances')
         lock = self._lock(source)
         try:
-            result = self._adopt(context, source, lock)
+            result = self._adopt(context, source, lock, why)
         finally:
             self._release(lock)
         result['seconds'] = round(time.monotonic() - started, 3)
@@ -397,9 +454,9 @@ class Takeover(object):
             LOG.warning('Could not release the takeover lock (%s); it '
                         'expires with the membership', e)
 
-    def _adopt(self, context, source, lock):
+    def _adopt(self, context, source, lock, why):
         result = {'host': self.host, 'from': source, 'adopted': [],
-                  'skipped': {}}
+                  'ended': {}, 'skipped': {}}
         skipped = result['skipped']
         instances = objects.InstanceList.get_by_host(context, source,
                                                      expected_attrs=[])
@@ -411,16 +468,25 @@ class Takeover(object):
         client = self._client()
         plans = []
         for instance in sorted(instances, key=lambda i: i.uuid):
+            if unfinished(instance):
+                # A write to Nova: the lock first.
+                self._still_locked(source, lock)
+                try:
+                    result['ended'][instance.uuid] = self._end_task(
+                        context, instance, source, why)
+                except _INSTANCE_ERRORS as e:
+                    skipped[instance.uuid] = 'cannot end its task: %s' % e
+                    continue
             try:
-                reservation, why = self._check(instance, source)
-                if why is None:
+                reservation, reason = self._check(instance, source)
+                if reason is None:
                     plans.append((instance, reservation,
                                   client.get_allocs_for_consumer(
                                       context, instance.uuid)))
             except _INSTANCE_ERRORS as e:
-                why = 'cannot read it: %s' % e
-            if why is not None:
-                skipped[instance.uuid] = why
+                reason = 'cannot read it: %s' % e
+            if reason is not None:
+                skipped[instance.uuid] = reason
         needed = collections.Counter()
         for _instance, _reservation, current in plans:
             needed.update(_moving(current, source_rp))
@@ -445,13 +511,29 @@ class Takeover(object):
                 result['adopted'].append(instance.uuid)
         return result
 
+    def _end_task(self, context, instance, source, why):
+        """Set to ERROR an instance the lost host left unfinished.
+
+        As Nova's compute manager does when a task fails: no task, ERROR,
+        an instance fault.  The save expects the states read, so that a
+        concurrent change (the lost host back, an operator's reset) wins.
+
+        :returns: the fault's message.
+        """
+        fault = interrupted(instance, source, why)
+        task, vm_state = instance.task_state, instance.vm_state
+        instance.vm_state = vm_states.ERROR
+        instance.task_state = None
+        instance.save(expected_task_state=[task],
+                      expected_vm_state=[vm_state])
+        message = fault.format_message()
+        LOG.warning('Instance %(instance)s set to ERROR: %(message)s',
+                    {'instance': instance.uuid, 'message': message})
+        compute_utils.add_instance_fault_from_exc(context, instance, fault)
+        return message
+
     def _check(self, instance, source):
         """``(reservation, None)``, or ``(None, why it is skipped)``."""
-        if instance.task_state is not None:
-            return None, ('task %s in progress on %s; reset its state to '
-                          'adopt it' % (instance.task_state, source))
-        if instance.vm_state == vm_states.BUILDING:
-            return None, 'its build did not finish on %s' % source
         reservation = self._reserver.lookup(instance.uuid)
         if reservation is None or reservation.node_uuid is None:
             return None, 'it holds no node that %s can see' % self.host
@@ -577,12 +659,14 @@ class Takeover(object):
 
     def _log(self, result):
         source = result['from']
-        if result['adopted'] or result['skipped'] != self._last_skipped.get(
-                source):
+        if (result['adopted'] or result['ended']
+                or result['skipped'] != self._last_skipped.get(source)):
             LOG.warning('Host %(host)s adopted %(count)d instances of '
-                        '%(source)s in %(seconds).3f s; skipped %(skipped)s',
+                        '%(source)s in %(seconds).3f s; ended the tasks of '
+                        '%(ended)d; skipped %(skipped)s',
                         {'host': self.host, 'count': len(result['adopted']),
                          'source': source, 'seconds': result['seconds'],
+                         'ended': len(result['ended']),
                          'skipped': result['skipped'] or 'none'})
         else:
             LOG.debug('Host %(host)s found nothing to adopt on %(source)s',

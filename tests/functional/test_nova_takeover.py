@@ -324,3 +324,95 @@ class ManualTakeoverTest(_TakeoverCase):
         self.assertEqual('power on',
                          self.node_of(server['id'])['power_state'])
         self.assert_deleted(servers)
+
+
+class InterruptedTaskTakeoverTest(_TakeoverCase):
+    """The victim dies in the middle of its servers' tasks.
+
+    As a SIGKILL leaves them: the servers' states are written through
+    Nova's objects while the victim is stopped (a build that never
+    finished, a hard reboot, a delete that had released its node).
+    Nothing on the victim can end them; the adopter does.
+    """
+
+    NODES = 3
+    FLAGS = {'ironic_multi': dict(_TakeoverCase.TIMERS,
+                                  takeover_forced_down=True)}
+
+    def _interrupt(self, server, vm_state, task_state):
+        instance = objects.Instance.get_by_uuid(context.get_admin_context(),
+                                                server['id'])
+        instance.vm_state = vm_state
+        instance.task_state = task_state
+        instance.save()
+
+    def assert_fault(self, server, host, message):
+        server = self._show_server(server)
+        self.assertEqual('ERROR', server['status'])
+        self.assertIsNone(server['OS-EXT-STS:task_state'])
+        self.assertEqual(host, server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(message, server['fault']['message'])
+        return server
+
+    def test_unfinished_tasks_end_in_error_and_move(self):
+        victim = 'compute2'
+        adopter = self._adopter(victim)
+        survivors = sorted(set(self.computes) - {victim})
+        building, rebooting, deleting = [self.boot(host=victim)
+                                         for _ in range(3)]
+        # The delete had torn down and released the node when it died.
+        released = self.node_of(deleting['id'])['uuid']
+        reserver = self._driver(victim).reserver
+        reserver.teardown(deleting['id'])
+        reserver.release(deleting['id'])
+        self.assertIsNone(self.node_of(deleting['id']))
+
+        self.computes[victim].stop()
+        self._interrupt(building, 'building', 'spawning')
+        self._interrupt(rebooting, 'active', 'rebooting_hard')
+        self._interrupt(deleting, 'active', 'deleting')
+        self.force_down(victim)
+        reports = {host: self._driver(host).takeover.run()
+                   for host in survivors}
+
+        (report,) = reports[adopter]
+        self.record('interrupted_takeover_report', report)
+        lost = 'compute host %s was lost (forced down) during ' % victim
+        expected = {
+            building['id']: 'Build of instance %s aborted: %sspawning' % (
+                building['id'], lost),
+            rebooting['id']: 'Failed to reboot instance: %srebooting_hard'
+                             % lost,
+            deleting['id']: 'Failed to terminate instance: %sdeleting'
+                            % lost}
+        # ERROR, no task, the fault; on the adopter when it holds a node.
+        for server in (building, rebooting):
+            self.assert_fault(server, adopter, expected[server['id']])
+        # No node: it stays on the victim, in ERROR.
+        self.assert_fault(deleting, victim, expected[deleting['id']])
+        self.assertEqual(expected, report['ended'])
+        self.assertEqual(sorted([building['id'], rebooting['id']]),
+                         report['adopted'])
+        self.assertEqual(
+            {deleting['id']: 'it holds no node that %s can see' % adopter},
+            report['skipped'])
+        # Nothing more to do: a second run ends and adopts nothing.
+        again = [r for h in survivors
+                 for r in self._driver(h).takeover.run()]
+        self.assertEqual([], [r for r in again
+                              if r['adopted'] or r['ended']])
+
+        # Nova deletes the node-less one by itself (its host is down).
+        self.delete_servers([deleting])
+        self.assertEqual({}, self.server_allocation(deleting['id']))
+        self.assertEqual('available', self.ironic.get_node(
+            released, fields=['provision_state'])['provision_state'])
+        # The users' next requests go to the adopter, which acts on the
+        # nodes: a hard reboot brings the server back, the deletes tear
+        # the nodes down.
+        server = self._reboot_server(rebooting, hard=True)
+        self.assertEqual(adopter, server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('power on',
+                         self.node_of(server['id'])['power_state'])
+        self.assert_adopted([rebooting], adopter, victim)
+        self.assert_deleted([building, rebooting])

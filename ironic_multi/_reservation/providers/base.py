@@ -162,6 +162,11 @@ class NodeProvider(abc.ABC):
     name = None
     #: The optional :class:`Feature` s this provider has.
     features = frozenset()
+    #: Whether a reservation the provider reports ``releasing`` ends by
+    #: itself (Ironic ends its tear down and the claim with it), or waits
+    #: for :meth:`release` (a release that never came, the caller gone or
+    #: fenced off, is then the housekeeper's to finish).
+    releasing_ends_itself = True
 
     def __init__(self, conf):
         self.conf = conf

@@ -530,6 +530,83 @@ def test_the_release_after_a_tear_down_is_fenced_too(tmp_path):
         lifecycle.State.RELEASING)
 
 
+def test_a_release_fenced_off_after_its_tear_down_is_finished(tmp_path):
+    # The static provider's tear down ends in "releasing", and only a
+    # release ends that: the next leader's pass releases it.
+    cluster = Cluster(tmp_path)
+    cluster.nodes(1)
+    cluster.claim('orphan')
+    cluster.housekeeper(fence=fence_lost_after(1, [])).run()
+    assert cluster.provider.lookup('orphan').state == (
+        lifecycle.State.RELEASING)
+
+    calls = []
+    report = cluster.housekeeper(fence=fence_lost_after(1, calls)).run()
+    assert cluster.kinds(report) == [('release orphan', 'orphan', True)]
+    assert 'torn down' in report.actions[0].reason
+    assert len(calls) == 1  # fenced
+    assert cluster.provider.reservations() == []
+    assert len(cluster.provider.ready_nodes(provider_contract.request(),
+                                            None)) == 1
+
+
+def test_a_release_that_never_came_waits_for_the_grace(tmp_path):
+    # The compute service died between its tear down and its release;
+    # Nova deleted the instance.  As any orphan: after the grace period,
+    # and never while the instance lives.
+    cluster = Cluster(tmp_path, orphan_grace_period=3600)
+    cluster.nodes(2)
+    for instance in ('deleted', 'alive'):
+        cluster.provider.teardown(cluster.claim(instance))
+    cluster.nova = {'alive': 'active'}
+    housekeeper = cluster.housekeeper()
+    assert housekeeper.run().actions == []
+    with mock.patch('time.monotonic', return_value=time.monotonic() + 3601):
+        report = housekeeper.run()
+    assert cluster.kinds(report) == [('release orphan', 'deleted', True)]
+    assert [r.instance_uuid for r in cluster.provider.reservations()] == [
+        'alive']
+
+
+def test_a_release_that_never_came_reads_the_reservation_again(tmp_path):
+    cluster = Cluster(tmp_path)
+    cluster.nodes(1)
+    cluster.provider.teardown(cluster.claim('orphan'))
+    real = cluster.provider.lookup
+
+    def released_and_claimed_again(instance_uuid):
+        # Released meanwhile, and its UUID claimed again by a retry.
+        current = real(instance_uuid)
+        if current is not None and current.state == (
+                lifecycle.State.RELEASING):
+            cluster.provider.release(instance_uuid)
+            return cluster.claim(instance_uuid, deploy=False)
+        return current
+
+    with mock.patch.object(cluster.provider, 'lookup',
+                           released_and_claimed_again):
+        report = cluster.housekeeper().run()
+    (action,) = report.actions
+    assert not action.done and 'now claimed' in action.error
+    assert cluster.provider.lookup('orphan').state == (
+        lifecycle.State.CLAIMED)
+
+
+def test_releasing_reservations_a_provider_ends_are_left_to_it():
+    # Ironic's tear down ends the claim: nothing to release.
+    releasing = lifecycle.Reservation(
+        instance_uuid='gone', node_uuid='node-1',
+        state=lifecycle.State.RELEASING, group=GROUP)
+    provider = mock_provider([releasing])
+    provider.releasing_ends_itself = True
+    housekeeper = housekeeper_mod.Housekeeper(
+        reservers.make_conf(orphan_grace_period=0), provider,
+        consumers=lambda uuids: {}, members=lambda: set())
+    assert housekeeper.run().actions == []
+    provider.release.assert_not_called()
+    provider.teardown.assert_not_called()
+
+
 def test_the_release_after_a_tear_down_reads_the_node_again(tmp_path):
     cluster = Cluster(tmp_path)
     cluster.nodes(1)

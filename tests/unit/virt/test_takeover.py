@@ -27,6 +27,7 @@ import threading
 import types
 from unittest import mock
 
+from nova.compute import utils as compute_utils
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
@@ -263,6 +264,8 @@ class Cloud(object):
                             self._compute_node)
         monkeypatch.setattr(objects.InstanceList, 'get_by_host',
                             self._instances)
+        monkeypatch.setattr(compute_utils, 'add_instance_fault_from_exc',
+                            self._fault)
 
     def _services(self, context, binary, include_disabled=False):
         assert binary == 'nova-compute' and include_disabled
@@ -295,14 +298,28 @@ class Cloud(object):
         return instance
 
     def _saving(self, instance):
-        def save(expected_task_state=None):
+        def save(expected_task_state=None, expected_vm_state=None):
             if self.save_errors:
                 raise self.save_errors.pop(0)
-            assert expected_task_state == [None]
-            self.events.append(('nova', instance.uuid, instance.host,
-                                instance.node, instance.compute_id))
+            if expected_vm_state is None:
+                # The adoption: host, node and compute_id.
+                assert expected_task_state == [None]
+                self.events.append(('nova', instance.uuid, instance.host,
+                                    instance.node, instance.compute_id))
+            else:
+                # A task ended: the states written, the states expected.
+                self.events.append((
+                    'state', instance.uuid, instance.vm_state,
+                    instance.task_state, expected_vm_state,
+                    expected_task_state))
             self.saved.append(instance.uuid)
         return save
+
+    def _fault(self, context, instance, fault, exc_info=None,
+               fault_message=None):
+        assert fault_message is None
+        self.events.append(('fault', instance.uuid, type(fault).__name__,
+                            fault.format_message()))
 
     def reserver(self, host):
         return Reserver(host, self.ring_hosts, self.nodes, self.events,
@@ -606,18 +623,115 @@ def test_a_lock_lost_before_the_first_instance_changes_nothing(cloud,
     assert cloud.placement.puts == [] and cloud.events == []
 
 
-@pytest.mark.parametrize('fields, why', [
-    ({'task_state': 'rebooting'}, 'task rebooting in progress on '),
-    ({'vm_state': 'building'}, 'its build did not finish on '),
+@pytest.mark.parametrize('vm_state, task, fault, message', [
+    ('building', 'spawning', 'BuildAbortException',
+     'Build of instance %s aborted: ' % UUIDS[0]),
+    ('building', None, 'BuildAbortException',
+     'Build of instance %s aborted: ' % UUIDS[0]),
+    ('active', 'rebuild_spawning', 'BuildAbortException',
+     'Build of instance %s aborted: ' % UUIDS[0]),
+    ('active', 'rebooting_hard', 'InstanceRebootFailure',
+     'Failed to reboot instance: '),
+    ('active', 'deleting', 'InstanceTerminationFailure',
+     'Failed to terminate instance: '),
+    ('active', 'powering-off', 'InstancePowerOffFailure',
+     'Failed to power off instance: '),
+    ('stopped', 'powering-on', 'InstancePowerOnFailure',
+     'Failed to power on instance: '),
+    ('active', 'image_snapshot', 'NovaException',
+     'Task of instance %s ended: ' % UUIDS[0]),
 ])
-def test_instances_in_the_middle_of_a_task_are_skipped(
-        cloud, context, fields, why):
+def test_unfinished_tasks_end_in_error_and_are_adopted(
+        cloud, context, vm_state, task, fault, message):
+    # The lost host can never finish them, nor time them out: the user
+    # would wait for ever.
     cloud.lose(forced_down=True)
-    cloud.boot(UUIDS[0], **fields)
-    result = cloud.takeover(owner_of(LOST)).adopt(context, LOST)
+    instance = cloud.boot(UUIDS[0], vm_state=vm_state, task_state=task)
+    owner = owner_of(LOST)
+    (result,) = cloud.takeover(owner).run(context)
+
+    message += 'compute host %s was lost (forced down) during %s' % (
+        LOST, task or 'the build')
+    assert result['ended'] == {UUIDS[0]: message}
+    assert result['adopted'] == [UUIDS[0]]
+    assert result['skipped'] == {}
+    assert (instance.vm_state, instance.task_state) == ('error', None)
+    node = cloud.compute_nodes[rp(owner)]
+    # ERROR first, expecting what was read; its fault; then adopted.
+    assert cloud.events == [
+        ('state', UUIDS[0], 'error', None, [vm_state], [task]),
+        ('fault', UUIDS[0], fault, message),
+        ('allocation', UUIDS[0], [rp(owner)]),
+        ('mark', UUIDS[0], owner),
+        ('nova', UUIDS[0], owner, owner, node.id)]
+
+
+def test_the_fault_says_why_the_host_is_lost(cloud, context, conf):
+    conf.config(takeover_forced_down=False, takeover_down_after=120,
+                group='ironic_multi')
+    cloud.lose(down_for=130)
+    cloud.boot(UUIDS[0], task_state='rebooting')
+    (result,) = cloud.takeover(owner_of(LOST)).run(context)
+    assert result['ended'][UUIDS[0]].startswith(
+        'Failed to reboot instance: compute host %s was lost (down for 1'
+        % LOST)
+    assert result['adopted'] == [UUIDS[0]]
+
+
+def test_an_unfinished_build_without_a_node_stays_in_error(cloud, context):
+    # Its build never claimed a node (or gave it back): ERROR, on the lost
+    # host, where Nova deletes it by itself.
+    cloud.lose(forced_down=True)
+    instance = cloud.boot(UUIDS[0], vm_state='building',
+                          task_state='scheduling')
+    del cloud.nodes[UUIDS[0]]
+    owner = owner_of(LOST)
+    (result,) = cloud.takeover(owner).run(context)
+    assert list(result['ended']) == [UUIDS[0]]
     assert result['adopted'] == []
-    assert result['skipped'][UUIDS[0]].startswith(why + LOST)
-    assert cloud.events == []
+    assert result['skipped'] == {
+        UUIDS[0]: 'it holds no node that %s can see' % owner}
+    assert (instance.vm_state, instance.task_state) == ('error', None)
+    assert instance.host == LOST
+    assert [e[0] for e in cloud.events] == ['state', 'fault']
+
+
+def test_a_task_changed_meanwhile_wins(cloud, context):
+    # The save expects the states read: a concurrent change (an operator's
+    # reset, the host back) is not overwritten, nor faulted, nor adopted.
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0], task_state='rebooting_hard')
+    cloud.boot(UUIDS[1])
+    cloud.save_errors.append(nova_exception.UnexpectedTaskStateError(
+        instance_uuid=UUIDS[0], expected='rebooting_hard', actual=None))
+    result = cloud.takeover(owner_of(LOST)).adopt(context, LOST)
+    assert result['ended'] == {}
+    assert result['adopted'] == [UUIDS[1]]
+    assert result['skipped'][UUIDS[0]].startswith(
+        'cannot end its task: Conflict updating instance')
+    assert not [e for e in cloud.events if e[1] == UUIDS[0]]
+
+
+class _ExpiredLock(_Lock):
+    """Taken, then expired before its first check (a pause, a cut)."""
+
+    def acquire(self, blocking=True):
+        super().acquire(blocking)
+        self.owned = False
+        return True
+
+
+def test_a_lock_lost_before_a_task_ends_changes_nothing(cloud, context):
+    cloud.locks[takeover.LOCK_NAME % LOST] = _ExpiredLock()
+    cloud.lose(forced_down=True)
+    instance = cloud.boot(UUIDS[0], vm_state='building',
+                          task_state='spawning')
+    with pytest.raises(exception.TakeoverRefused,
+                       match='no longer this service'):
+        cloud.takeover(owner_of(LOST)).adopt(context, LOST)
+    assert cloud.events == [] and cloud.saved == []
+    assert (instance.vm_state, instance.task_state) == ('building',
+                                                        'spawning')
 
 
 def test_instances_without_a_node_are_skipped(cloud, context):

@@ -20,12 +20,19 @@ negotiated microversion explicitly, bounds every request with a timeout
 safe to retry (HTTP 503 and connection failures of idempotent requests, at
 a fixed pace, within the deadline), never retries a 409, and maps errors to
 :mod:`ironic_multi.exception`.  Results are plain dicts, as Ironic's JSON.
+
+ironicclient logs an ERROR for every 409 and 503 it raises ("Error
+contacting Ironic server: ... Attempt 1 of 1"), claim races included.  The
+errors of this layer's requests are handled here and logged by this
+layer or its callers at the level they deserve (a claim race is none): a
+filter on ironicclient's logger demotes its record of them to DEBUG.
 """
 
 import contextlib
 import datetime
 import email.utils
 import itertools
+import logging as py_logging
 import threading
 import time
 import urllib.parse
@@ -54,6 +61,50 @@ _VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
 _NOT_APPLIED = (ic_exc.ServiceUnavailable, ic_exc.ConnectionRefused)
 # The request may have reached Ironic; only idempotent ones are repeated.
 _LOST = (ks_exc.ConnectionError, ic_exc.ConnectionError)
+
+# ironicclient's logger, and its record of an error it raises.
+_CLIENT_LOGGER = 'ironicclient.common.http'
+_CLIENT_ERROR = 'Error contacting Ironic server'
+# Whether this thread is in one of IronicAPI's requests.
+_requests = threading.local()
+
+
+class _HandledHere(py_logging.Filter):
+    """Demote ironicclient's record of an error this layer handles.
+
+    Only in IronicAPI's requests: another user of ironicclient in the
+    process keeps its records.  A demoted record reaches the handlers
+    only if the client's logger is enabled for DEBUG.
+    """
+
+    def filter(self, record):
+        if not (getattr(_requests, 'inside', False)
+                and record.levelno > py_logging.DEBUG
+                and record.getMessage().startswith(_CLIENT_ERROR)):
+            return True
+        record.levelno, record.levelname = py_logging.DEBUG, 'DEBUG'
+        return py_logging.getLogger(record.name).isEnabledFor(
+            py_logging.DEBUG)
+
+
+def _install_filter():
+    logger = py_logging.getLogger(_CLIENT_LOGGER)
+    if not any(isinstance(f, _HandledHere) for f in logger.filters):
+        logger.addFilter(_HandledHere())
+
+
+_install_filter()
+
+
+@contextlib.contextmanager
+def _handled_here():
+    """Mark this thread's ironicclient calls as IronicAPI's own."""
+    outer = getattr(_requests, 'inside', False)
+    _requests.inside = True
+    try:
+        yield
+    finally:
+        _requests.inside = outer
 
 
 def _session_from_conf(conf):
@@ -190,7 +241,9 @@ class IronicAPI(object):
             attempt += 1
             kwargs['timeout'] = self._timeout(method, url, deadline)
             try:
-                resp, data = self._http.json_request(method, url, **kwargs)
+                with _handled_here():
+                    resp, data = self._http.json_request(method, url,
+                                                         **kwargs)
                 if with_headers:
                     return resp.headers, data or None
                 return data or None

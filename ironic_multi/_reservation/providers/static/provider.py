@@ -66,6 +66,8 @@ class StaticProvider(base.NodeProvider):
 
     name = 'static'
     features = frozenset([base.Feature.SET_STATE])
+    # A tear down ends at once, in ``releasing``: the release is a call.
+    releasing_ends_itself = False
 
     def __init__(self, conf, inventory_path=None):
         """Use the inventory of ``conf``, or the file ``inventory_path``."""

@@ -13,6 +13,8 @@
 #    under the License.
 
 import datetime
+import json
+import logging
 import time
 from unittest import mock
 import urllib.parse
@@ -22,6 +24,7 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from oslo_config import fixture as config_fixture
 import pytest
+import requests
 
 from ironic_multi._reservation.providers.ironic import client
 from ironic_multi.conf import CONF
@@ -319,3 +322,67 @@ class TestVifs:
                        {'vifs': []})
         with pytest.raises(exception.NodeConflict):
             api.attach_vif('n1', 'vif-1')
+
+
+def _answer(status, message):
+    """A requests.Response of Ironic's, with its error body."""
+    response = requests.Response()
+    response.status_code = status
+    response.headers['Content-Type'] = 'application/json'
+    response._content = json.dumps({'error_message': json.dumps(
+        {'faultstring': message, 'debuginfo': None})}).encode()
+    return response
+
+
+class TestClientLogs:
+    """ironicclient's own record of an HTTP error (its ``with_retries``).
+
+    The real ironicclient, over a keystoneauth session that answers 409:
+    a claim race, which this layer handles.
+    """
+
+    LOGGER = 'ironicclient.common.http'
+
+    @pytest.fixture
+    def api(self, conf):
+        api = client.IronicAPI(CONF, session=ks_session.Session(),
+                               endpoint='http://ironic.test:6385')
+        api._version = (1, 82)
+        answer = _answer(409, 'Node n1 is locked by host conductor-1')
+        with mock.patch.object(ks_session.Session, 'request',
+                               return_value=answer):
+            yield api
+
+    def _records(self, caplog):
+        return [r for r in caplog.records if r.name == self.LOGGER]
+
+    def test_a_handled_conflict_is_no_error(self, api, caplog):
+        caplog.set_level(logging.DEBUG)
+        with pytest.raises(exception.NodeConflict, match='locked by host'):
+            api.patch_node('n1', [])
+        (record,) = self._records(caplog)
+        # Kept for debugging, as DEBUG.
+        assert record.getMessage().startswith(
+            'Error contacting Ironic server')
+        assert (record.levelno, record.levelname) == (logging.DEBUG,
+                                                      'DEBUG')
+        assert not [r for r in caplog.records
+                    if r.levelno >= logging.ERROR]
+
+    def test_without_debug_it_is_not_logged(self, api, caplog):
+        caplog.set_level(logging.INFO)
+        with pytest.raises(exception.NodeConflict):
+            api.patch_node('n1', [])
+        assert self._records(caplog) == []
+
+    def test_other_users_of_the_client_keep_their_errors(self, api,
+                                                         caplog):
+        # The filter is this layer's: a call that does not go through
+        # IronicAPI's requests is logged as ironicclient logs it.
+        caplog.set_level(logging.INFO)
+        with pytest.raises(ic_exc.Conflict):
+            api._http.json_request('PATCH', '/v1/nodes/n1', body=[])
+        (record,) = self._records(caplog)
+        assert record.levelno == logging.ERROR
+        assert len([f for f in logging.getLogger(self.LOGGER).filters
+                    if isinstance(f, client._HandledHere)]) == 1
