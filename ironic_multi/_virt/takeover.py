@@ -207,6 +207,12 @@ def interrupted(instance, source, why):
         message='Task of instance %s ended: %s' % (instance.uuid, reason))
 
 
+def _first_line(error):
+    """An error's message without the traceback a remote one carries."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _moving(current, source):
     """``{resource class: units}`` that ``source`` holds for the consumer."""
     allocation = (current.get('allocations') or {}).get(source)
@@ -475,7 +481,8 @@ class Takeover(object):
                     result['ended'][instance.uuid] = self._end_task(
                         context, instance, source, why)
                 except _INSTANCE_ERRORS as e:
-                    skipped[instance.uuid] = 'cannot end its task: %s' % e
+                    skipped[instance.uuid] = 'cannot end its task: %s' % (
+                        _first_line(e))
                     continue
             try:
                 reservation, reason = self._check(instance, source)
@@ -484,7 +491,7 @@ class Takeover(object):
                                   client.get_allocs_for_consumer(
                                       context, instance.uuid)))
             except _INSTANCE_ERRORS as e:
-                reason = 'cannot read it: %s' % e
+                reason = 'cannot read it: %s' % _first_line(e)
             if reason is not None:
                 skipped[instance.uuid] = reason
         needed = collections.Counter()
@@ -505,8 +512,8 @@ class Takeover(object):
                 LOG.warning('Adopting instance %(instance)s from %(source)s '
                             'failed: %(error)s', {'instance': instance.uuid,
                                                   'source': source,
-                                                  'error': e})
-                skipped[instance.uuid] = str(e)
+                                                  'error': _first_line(e)})
+                skipped[instance.uuid] = _first_line(e)
             else:
                 result['adopted'].append(instance.uuid)
         return result

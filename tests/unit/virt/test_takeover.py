@@ -906,3 +906,18 @@ def test_driver_registers_the_takeover(conf, flags, periodic):
     assert drv.takeover._client() == 'rc'
     expected = [('takeover', drv.takeover.run, 17)] if periodic else []
     assert [p for p in reserver.periodics if p[0] == 'takeover'] == expected
+
+
+def test_an_instance_deleted_meanwhile_is_skipped_in_one_line(
+        cloud, context):
+    # Deleted through the API while its host was down: the conductor's
+    # answer carries the remote traceback, which the report leaves out.
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    cloud.save_errors.append(nova_exception.InstanceNotFound(
+        instance_id=UUIDS[0]).__class__(
+        'Instance %s could not be found.\nTraceback (most recent call '
+        'last):\n  File "manager.py", line 143' % UUIDS[0]))
+    result = cloud.takeover(owner_of(LOST)).adopt(context, LOST)
+    assert result['skipped'] == {
+        UUIDS[0]: 'Instance %s could not be found.' % UUIDS[0]}
