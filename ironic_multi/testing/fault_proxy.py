@@ -63,22 +63,24 @@ class Fault:
     """One fault; matches requests by method and a regex on the target."""
 
     def __init__(self, kind, method=None, path=None, count=None,
-                 seconds=0.0):
+                 seconds=0.0, body=None):
         if kind not in KINDS:
             raise ValueError('Unknown fault %r, expected one of %s'
                              % (kind, ', '.join(KINDS)))
         self.kind = kind
         self.method = method.upper() if method else None
         self.path = re.compile(path) if path else None
+        self.body = re.compile(body.encode()) if body else None
         self.remaining = count
         self.seconds = seconds
         self.applied = 0
         self.active = True
 
-    def matches(self, method, target):
+    def matches(self, method, target, raw=b''):
         return (self.active and self.remaining != 0
                 and self.method in (None, method)
-                and (self.path is None or bool(self.path.search(target))))
+                and (self.path is None or bool(self.path.search(target)))
+                and (self.body is None or bool(self.body.search(raw))))
 
 
 @dataclasses.dataclass
@@ -137,15 +139,17 @@ class FaultProxy(fixtures.Fixture):
     # -- what tests use ---------------------------------------------------
 
     def add_fault(self, kind, method=None, path=None, count=None,
-                  seconds=0.0):
+                  seconds=0.0, body=None):
         """Apply ``kind`` to the matching requests from now on.
 
         :param path: a regex searched in the request target (path and
             query), e.g. ``r'^/v1/nodes/[^/?]+$'``.
+        :param body: a regex searched in the whole request (head and
+            body), e.g. an instance's UUID: its claim.
         :param count: apply it to the next ``count`` matches only.
         :param seconds: the delay of ``delay``.
         """
-        fault = Fault(kind, method, path, count, seconds)
+        fault = Fault(kind, method, path, count, seconds, body)
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -223,10 +227,10 @@ class FaultProxy(fixtures.Fixture):
         with contextlib.suppress(OSError):
             sock.close()
 
-    def _pick_fault(self, method, target):
+    def _pick_fault(self, method, target, raw):
         with self._lock:
             for fault in self._faults:
-                if fault.matches(method, target):
+                if fault.matches(method, target, raw):
                     fault.applied += 1
                     if fault.remaining is not None:
                         fault.remaining -= 1
@@ -243,7 +247,7 @@ class FaultProxy(fixtures.Fixture):
                     return
                 head, raw, keep_alive = request
                 method, target = head[0], head[1]
-                fault = self._pick_fault(method, target)
+                fault = self._pick_fault(method, target, raw)
                 seen = Seen(method, target, fault and fault.kind)
                 with self._lock:
                     self._seen.append(seen)

@@ -170,6 +170,23 @@ def test_faults_match_method_path_and_count(proxy, ironic, session):
     assert (fault.applied, fault.remaining) == (2, 0)
 
 
+def test_faults_match_the_body(proxy, ironic, session):
+    """One instance's claim is picked out among the others' writes."""
+    node, other = ironic.enroll_nodes(2)
+    instance = str(uuid.uuid4())
+    fault = proxy.add_fault('status_503', method='PATCH', body=instance)
+
+    _other_instance, first = _claim(session, proxy, other)
+    second = session.patch(
+        '%s/v1/nodes/%s' % (proxy.endpoint, node), timeout=10,
+        json=[{'op': 'add', 'path': '/instance_uuid', 'value': instance}])
+
+    assert (first.status_code, second.status_code) == (200, 503)
+    assert [s.fault for s in proxy.seen] == [None, 'status_503']
+    assert ironic.get_node(node)['instance_uuid'] is None
+    assert fault.applied == 1
+
+
 def test_ironic_api_retries_503_transparently(proxy, ironic):
     node = ironic.enroll_nodes(1)[0]
     api = client.IronicAPI(reservers.make_conf(
