@@ -38,7 +38,15 @@ driver's host (libvirt, Nova's own Ironic driver) is ever taken over.  It
 is lost when Nova reports it forced down (``[ironic_multi]
 takeover_forced_down``), or down by its heartbeats for more than
 ``takeover_down_after`` seconds (counted from the moment Nova starts
-reporting it down: last heartbeat plus ``service_down_time``).  A lost
+reporting it down: last heartbeat plus ``service_down_time``), *and* it
+has no live member in the coordination group.  A nova-compute that
+restarts joins the group before it serves RPC, but sends its first
+heartbeat to Nova seconds later: Nova still reports it down while it
+builds again, and ending its tasks then would make two services manage
+one instance.  The adopter asks the group again before each write, and
+stops once the host is back.  (A nova-compute stuck while its
+coordination heartbeat goes on is not taken over either: stop it, and
+its membership ends.)  A lost
 host without instances needs nothing: adopting it finds none.  Instances
 whose node this service's provider cannot see are skipped, so a host of
 another Ironic is never half adopted.
@@ -110,6 +118,7 @@ from oslo_utils import timeutils
 import tooz
 
 from ironic_multi._reservation import leader
+from ironic_multi._reservation import membership as membership_mod
 from ironic_multi._virt import host as host_mod
 from ironic_multi import exception
 
@@ -121,6 +130,9 @@ BINARY = 'nova-compute'
 LOCK_NAME = 'takeover.%s'
 # Placement microversion of the inventory calls (reserved may equal total).
 INVENTORY_VERSION = '1.26'
+# Why a host is not taken over: its nova-compute process lives.
+_IN_THE_GROUP = ('it is a live member of the coordination group (its '
+                 'nova-compute runs)')
 
 # What a service knows of Nova's compute services in one look:
 # ``services`` {host: Service}; ``down`` the hosts Nova reports down
@@ -207,6 +219,13 @@ def interrupted(instance, source, why):
         message='Task of instance %s ended: %s' % (instance.uuid, reason))
 
 
+class _Everyone(object):
+    """Contains every host: when the group cannot be read."""
+
+    def __contains__(self, host):
+        return True
+
+
 def _first_line(error):
     """An error's message without the traceback a remote one carries."""
     text = str(error).strip()
@@ -246,6 +265,8 @@ class Takeover(object):
         self._drivers_hosts = set()
         # {lost host: skipped} of the last run, to warn about changes only.
         self._last_skipped = {}
+        # Hosts down in Nova but live in the group, to log changes only.
+        self._back = set()
 
     # -- who is lost -------------------------------------------------------
 
@@ -267,6 +288,7 @@ class Takeover(object):
                         context, BINARY, include_disabled=True)}
         now = timeutils.utcnow().replace(tzinfo=None)
         down, lost = set(), {}
+        members = None
         for host, service in sorted(services.items()):
             if self._servicegroup_api().service_is_up(service):
                 continue
@@ -281,9 +303,39 @@ class Takeover(object):
                         and seconds >= opts.takeover_down_after):
                     continue
                 why = 'down for %d s' % seconds
-            if self.drivers_host(context, host):
-                lost[host] = why
+            if not self.drivers_host(context, host):
+                continue
+            if members is None:
+                members = self._member_hosts()
+            if host in members:
+                self._note_back(host, why)
+                continue
+            lost[host] = why
+        self._back &= down
         return Survey(services, frozenset(down), lost)
+
+    def _member_hosts(self):
+        """The hosts with a live member in the group.
+
+        Every host when the group cannot be read: nobody is lost until it
+        can be.
+        """
+        try:
+            return {membership_mod.host_of(m)
+                    for m in self._reserver.membership.members()}
+        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            LOG.warning('Cannot list the coordination group (%s): no host '
+                        'is taken over until it can be', e)
+            return _Everyone()
+
+    def _note_back(self, host, why):
+        if host not in self._back:
+            self._back.add(host)
+            LOG.info('Host %(host)s is %(why)s in Nova, but a live member '
+                     'of the coordination group (it restarted and has not '
+                     'reported to Nova yet, or only its nova-compute is '
+                     'stuck): its instances stay with it',
+                     {'host': host, 'why': why})
 
     def lost_hosts(self, context):
         """Hosts of this driver whose instances a live service must adopt.
@@ -393,6 +445,8 @@ class Takeover(object):
                 source, 'Nova reports it up and not forced down; stop it '
                         'and force it down first (openstack compute '
                         'service set --down %s %s)' % (source, BINARY))
+        if source in self._member_hosts():
+            raise self._refused(source, _IN_THE_GROUP + '; stop it first')
         return self.adopt(context, source)
 
     def _refused(self, source, reason):
@@ -439,6 +493,17 @@ class Takeover(object):
                                 % e)
         raise self._refused(source, 'another service is adopting them now')
 
+    def _fence(self, source, lock):
+        """Before each write: the lock is ours, ``source`` still gone.
+
+        :raises TakeoverRefused: the backend says the lock is not ours, or
+            ``source`` has a live member in the group again (it came
+            back), or the backend cannot say.
+        """
+        self._still_locked(source, lock)
+        if source in self._member_hosts():
+            raise self._refused(source, _IN_THE_GROUP)
+
     def _still_locked(self, source, lock):
         """Raise TakeoverRefused unless the backend says the lock is ours."""
         try:
@@ -475,8 +540,8 @@ class Takeover(object):
         plans = []
         for instance in sorted(instances, key=lambda i: i.uuid):
             if unfinished(instance):
-                # A write to Nova: the lock first.
-                self._still_locked(source, lock)
+                # A write to Nova: the fence first.
+                self._fence(source, lock)
                 try:
                     result['ended'][instance.uuid] = self._end_task(
                         context, instance, source, why)
@@ -498,13 +563,13 @@ class Takeover(object):
         for _instance, _reservation, current in plans:
             needed.update(_moving(current, source_rp))
         if plans:
-            # Placement's inventory is the first write: the lock first.
-            self._still_locked(source, lock)
+            # Placement's inventory is the first write: the fence first.
+            self._fence(source, lock)
             self._make_room(context, client, node.uuid, needed)
         for instance, reservation, current in plans:
             # A takeover is as destructive as it gets for the lost host:
-            # stop at the first doubt about the lock.
-            self._still_locked(source, lock)
+            # stop at the first doubt about the lock, or the host's end.
+            self._fence(source, lock)
             try:
                 self._adopt_one(context, client, instance, reservation,
                                 current, source, node)

@@ -430,12 +430,8 @@ def test_ring_owner_ignores_the_hosts_left_out():
     assert full.owner('x', ignore=hosts) is None
 
 
-@pytest.mark.parametrize('ring_hosts', [LIVE, LIVE + (LOST,)])
-def test_exactly_the_ring_owner_adopts(monkeypatch, options, context,
-                                       ring_hosts):
-    # The lost host may still heartbeat in the group (only its
-    # nova-compute stuck): it is left out of the choice all the same.
-    cloud = Cloud(monkeypatch, ring_hosts=ring_hosts)
+def test_exactly_the_ring_owner_adopts(monkeypatch, options, context):
+    cloud = Cloud(monkeypatch)
     cloud.lose(forced_down=True)
     cloud.boot(UUIDS[0])
     owner = owner_of(LOST)
@@ -444,6 +440,78 @@ def test_exactly_the_ring_owner_adopts(monkeypatch, options, context,
     (result,) = results[owner]
     assert result['adopted'] == [UUIDS[0]]
     assert cloud.instances[0].host == owner
+
+
+@pytest.mark.parametrize('how', [{'forced_down': True},
+                                 {'down_for': 130}])
+def test_a_host_live_in_the_group_is_not_lost(monkeypatch, conf, context,
+                                              how):
+    # Restarted, it serves RPC before its first heartbeat reaches Nova:
+    # ending its tasks then would make two services manage one instance.
+    conf.config(takeover_forced_down=True, takeover_down_after=120,
+                group='ironic_multi')
+    cloud = Cloud(monkeypatch, ring_hosts=LIVE + (LOST,))
+    cloud.lose(**how)
+    instance = cloud.boot(UUIDS[0], vm_state='building',
+                          task_state='spawning')
+    results = [cloud.takeover(host).run(context) for host in LIVE]
+    assert results == [[], [], []]
+    assert cloud.takeover(LIVE[0]).lost_hosts(context) == []
+    assert cloud.events == [] and cloud.saved == []
+    assert (instance.host, instance.vm_state, instance.task_state) == (
+        LOST, 'building', 'spawning')
+
+
+def test_a_host_back_in_the_group_mid_takeover_stops_it(cloud, context):
+    cloud.lose(forced_down=True)
+    for uuid in UUIDS[:2]:
+        cloud.boot(uuid)
+    spawning = cloud.boot(UUIDS[2], vm_state='building',
+                          task_state='spawning')
+    adopter = cloud.takeover(owner_of(LOST))
+    real = adopter._adopt_one
+
+    def adopt_one_then_restart(*args, **kwargs):
+        real(*args, **kwargs)
+        adopter._reserver.membership.hosts.append(LOST)
+
+    adopter._adopt_one = adopt_one_then_restart
+    with pytest.raises(exception.TakeoverRefused,
+                       match='live member of the coordination group'):
+        adopter.adopt(context, LOST)
+    assert [i.host for i in cloud.instances] == [owner_of(LOST), LOST, LOST]
+    # Its task had ended before the host came back (the first write).
+    assert spawning.vm_state == 'error'
+
+
+def test_a_task_is_not_ended_once_the_host_is_back(cloud, context):
+    cloud.lose(forced_down=True)
+    instance = cloud.boot(UUIDS[0], vm_state='building',
+                          task_state='spawning')
+    adopter = cloud.takeover(owner_of(LOST))
+    survey = adopter.survey(context)
+    assert LOST in survey.lost
+    # Back between the survey and the adoption.
+    adopter._reserver.membership.hosts.append(LOST)
+    with pytest.raises(exception.TakeoverRefused):
+        adopter.adopt(context, LOST)
+    assert cloud.events == [] and cloud.saved == []
+    assert (instance.vm_state, instance.task_state) == ('building',
+                                                        'spawning')
+
+
+def test_nobody_is_lost_while_the_group_cannot_be_read(cloud, context):
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    adopter = cloud.takeover(owner_of(LOST))
+
+    def members():
+        raise exception.CoordinationUnavailable(url='etcd3+http://x',
+                                                reason='etcd is down')
+
+    adopter._reserver.membership.members = members
+    assert adopter.run(context) == []
+    assert cloud.events == []
 
 
 def test_hosts_nova_reports_down_never_adopt(cloud, context):
@@ -851,6 +919,18 @@ def test_request_for_an_up_host_is_refused(cloud):
                                                   **args))
     assert cloud.events == []
     assert cloud.instances[0].host == LOST
+
+
+def test_request_for_a_host_live_in_the_group_is_refused(monkeypatch,
+                                                         options):
+    cloud = Cloud(monkeypatch, ring_hosts=LIVE + (LOST,))
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    with pytest.raises(exception.TakeoverRefused,
+                       match='live member of the coordination group .* '
+                             'stop it first'):
+        cloud.takeover(LIVE[0]).serve(request(LOST, host=LIVE[0]))
+    assert cloud.events == []
 
 
 def test_request_answers_without_a_grace_period(cloud, conf):
