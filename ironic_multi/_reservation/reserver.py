@@ -581,3 +581,24 @@ class Reserver(object):
                   'node': reservation.node_uuid,
                   'previous': reservation.host})
         return reservation
+
+    def give_back(self, instance_uuid, host):
+        """Undo :meth:`adopt`: the node is marked for ``host`` again.
+
+        For an adoption that Nova refused half way: the node must name
+        the host Nova still routes the instance to.  Only a node marked
+        for this host is given back.
+
+        :raises ReservationNotFound: the instance holds no node of this
+            host's.
+        """
+        reservation = self.provider.lookup(instance_uuid)
+        if (reservation is None or reservation.node_uuid is None
+                or reservation.host != self.host
+                or not reservation.owned_by(self.group)):
+            raise exception.ReservationNotFound(instance=instance_uuid)
+        self.provider.mark_host(reservation, host)
+        LOG.info('Host %(host)s gave instance %(instance)s (node %(node)s) '
+                 'back to %(previous)s',
+                 {'host': self.host, 'instance': instance_uuid,
+                  'node': reservation.node_uuid, 'previous': host})

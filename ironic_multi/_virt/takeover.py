@@ -130,6 +130,8 @@ BINARY = 'nova-compute'
 LOCK_NAME = 'takeover.%s'
 # Placement microversion of the inventory calls (reserved may equal total).
 INVENTORY_VERSION = '1.26'
+# The fields of a Nova instance that an adoption moves.
+_MOVED = ('host', 'node', 'compute_id')
 # Why a host is not taken over: its nova-compute process lives.
 _IN_THE_GROUP = ('it is a live member of the coordination group (its '
                  'nova-compute runs)')
@@ -633,20 +635,55 @@ class Takeover(object):
         #   (Nova still routes to the lost one) for longer.
         # - The allocation move reads what placement has and replaces only
         #   the lost host's provider: done twice, it finds nothing to move.
+        source_rp = host_mod.compute_node_uuid(source)
         self._move_allocation(context, client, instance.uuid, current,
-                              host_mod.compute_node_uuid(source), node.uuid)
+                              source_rp, node.uuid)
         if reservation.host != self.host:
             self._reserver.adopt(instance.uuid)
+        before = {field: getattr(instance, field) for field in _MOVED
+                  if instance.obj_attr_is_set(field)}
         instance.host = self.host
         instance.node = node.hypervisor_hostname
         instance.compute_id = node.id
-        # A task started meanwhile (an action cast to the lost host) keeps
-        # the instance where it is; the next run adopts it once reset.
-        instance.save(expected_task_state=[None])
+        try:
+            instance.save(expected_task_state=[None])
+        except nova_exception.UnexpectedTaskStateError:
+            # A task started meanwhile (an action cast to the lost host):
+            # Nova refused, and keeps routing the instance there, so the
+            # node and the allocation go back with it (any other error
+            # leaves them: the save may have landed, and the next run
+            # repairs what did not).  Left on this host, they would
+            # outlive the lost host's return, and the instance would have
+            # no manager: the source refuses a node marked for another
+            # host, and Nova sends nothing here.  A later run adopts the
+            # instance once its task ends.
+            for field, value in before.items():
+                setattr(instance, field, value)
+            self._give_back(context, client, instance.uuid, source,
+                            source_rp, node.uuid)
+            raise
         LOG.info('Host %(host)s adopted instance %(instance)s (node '
                  '%(node)s) from %(source)s',
                  {'host': self.host, 'instance': instance.uuid,
                   'node': reservation.node_uuid, 'source': source})
+
+    def _give_back(self, context, client, consumer, source, source_rp,
+                   target_rp):
+        """Undo the moves of an adoption Nova refused; logged."""
+        try:
+            self._reserver.give_back(consumer, source)
+            self._move_allocation(
+                context, client, consumer,
+                client.get_allocs_for_consumer(context, consumer),
+                target_rp, source_rp)
+        except _INSTANCE_ERRORS as e:
+            LOG.error('Instance %(instance)s stays on %(source)s in Nova, '
+                      'but its node or allocation could not be given back '
+                      'to it (%(error)s): adopt it again with '
+                      '"ironic-multi-manage instances adopt --from '
+                      '%(source)s" once %(source)s is stopped',
+                      {'instance': consumer, 'source': source,
+                       'error': _first_line(e)})
 
     def _move_allocation(self, context, client, consumer, current, source,
                          target):

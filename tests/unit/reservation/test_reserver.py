@@ -30,6 +30,7 @@ from ironic_multi._reservation import requirements as reqs
 from ironic_multi._reservation import reserver as reserver_mod
 from ironic_multi._reservation import worker as worker_mod
 from ironic_multi import exception
+from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers as test_reservers
 
 SHARDS = ('s0', 's1', 's2', 's3', 's4', 's5')
@@ -136,6 +137,25 @@ class TestClaim:
         assert released.node_uuid == held[0].node_uuid
         assert a.release(held[0].instance_uuid) is None
         assert a.claim('again', _gold()).node_uuid == held[0].node_uuid
+
+
+class TestAdopt:
+
+    def test_an_adoption_given_back(self, cluster):
+        a, b = cluster['a'], cluster['b']
+        held = a.claim('i1', _gold())
+        a.deploy(held, provider_contract.deployment('i1', 'a'))
+        assert b.adopt('i1').host == 'a'
+        assert a.lookup('i1').host == 'b'
+        # Only the host that holds it gives it back.
+        with pytest.raises(exception.ReservationNotFound):
+            a.give_back('i1', 'a')
+        b.give_back('i1', 'a')
+        assert a.lookup('i1').host == 'a'
+        with pytest.raises(exception.ReservationNotFound):
+            b.give_back('i1', 'a')
+        with pytest.raises(exception.ReservationNotFound):
+            b.give_back('no-such-instance', 'a')
 
 
 class TestCapacity:

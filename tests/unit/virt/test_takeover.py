@@ -121,6 +121,14 @@ class Reserver(object):
                                                         host=self.host)
         return before
 
+    def give_back(self, instance_uuid, host):
+        if 'give_back' in self.errors:
+            raise self.errors.pop('give_back')
+        assert self.nodes[instance_uuid].host == self.host
+        self.events.append(('mark', instance_uuid, host))
+        self.nodes[instance_uuid] = dataclasses.replace(
+            self.nodes[instance_uuid], host=host)
+
 
 class Response(object):
     def __init__(self, status_code, body=None):
@@ -619,6 +627,42 @@ def test_a_run_stopped_half_way_is_repaired_by_the_next(cloud, context,
         expected.insert(0, ('mark', UUIDS[0], owner))
     assert cloud.events == expected
     assert cloud.nodes[UUIDS[0]].host == owner
+
+
+def test_a_task_started_before_the_save_gives_all_back(cloud, context):
+    # A stop cast to the lost host between the read and the save: Nova
+    # keeps routing the instance there, so the node and the allocation go
+    # back with it.  Left on the adopter, they would outlive the lost
+    # host's return, and nobody could act on the instance.
+    cloud.lose(forced_down=True)
+    instance = cloud.boot(UUIDS[0])
+    owner = owner_of(LOST)
+    cloud.save_errors.append(nova_exception.UnexpectedTaskStateError(
+        instance_uuid=UUIDS[0], expected=[None], actual='powering-off'))
+    result = cloud.takeover(owner).adopt(context, LOST)
+
+    assert result['adopted'] == []
+    assert result['skipped'][UUIDS[0]].startswith('Conflict updating')
+    assert (instance.host, instance.node) == (LOST, LOST)
+    assert cloud.nodes[UUIDS[0]].host == LOST
+    assert list(cloud.placement.consumers[UUIDS[0]]['allocations']) == [
+        rp(LOST)]
+    assert cloud.events == [
+        ('allocation', UUIDS[0], [rp(owner)]), ('mark', UUIDS[0], owner),
+        ('mark', UUIDS[0], LOST), ('allocation', UUIDS[0], [rp(LOST)])]
+
+
+def test_what_cannot_be_given_back_is_said(cloud, context, caplog):
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    adopter = cloud.takeover(owner_of(LOST))
+    adopter._reserver.errors['give_back'] = exception.IronicUnavailable(
+        reason='gone')
+    cloud.save_errors.append(nova_exception.UnexpectedTaskStateError(
+        instance_uuid=UUIDS[0], expected=[None], actual='rebooting'))
+    result = adopter.adopt(context, LOST)
+    assert list(result['skipped']) == [UUIDS[0]]
+    assert 'instances adopt --from %s' % LOST in caplog.text
 
 
 def test_instances_marked_for_a_third_host_are_skipped(cloud, context):
