@@ -1,0 +1,462 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""One chaos run, from the cloud's start to the verdict.
+
+1. A multi-process cloud with every fault point (a database of its own,
+   the computes' Ironic proxy, each compute's own link to etcd), and
+   other deployers' nodes seeded on its Ironic.
+2. The workload and the faults, seeded, at the same time; the observer
+   samples Nova and Ironic throughout.
+3. The faults stop; everything is started, healed and resumed; every
+   server must settle.
+4. A compute is killed and stays down: its instances must be adopted.
+5. The leaks must go within a housekeeping pass; then the final checks
+   against Nova's API, placement and Ironic, and the logs.
+6. Every server is deleted: every node this group held must come back.
+"""
+
+import collections
+import dataclasses
+import os
+import signal
+import threading
+import time
+
+from oslo_log import log as logging
+
+from ironic_multi._reservation import membership
+from ironic_multi._sandbox import checks
+from ironic_multi.testing.chaos import faults as faults_mod
+from ironic_multi.testing.chaos import foreign
+from ironic_multi.testing.chaos import history as history_mod
+from ironic_multi.testing.chaos import invariants
+from ironic_multi.testing.chaos import logscan
+from ironic_multi.testing.chaos import observer as observer_mod
+from ironic_multi.testing.chaos import schedule
+from ironic_multi.testing.chaos import workload as workload_mod
+from ironic_multi.testing.cloud import cloud as cloud_mod
+
+LOG = logging.getLogger(__name__)
+
+# The computes' options: short enough that a run sees every rule act.
+MEMBERSHIP_TIMEOUT = 20
+HOUSEKEEPING_INTERVAL = 10
+ORPHAN_GRACE = 10
+COMPUTE_OPTIONS = {'ironic_multi': {
+    'housekeeping_interval': HOUSEKEEPING_INTERVAL,
+    'orphan_grace_period': ORPHAN_GRACE,
+    'health_poll_interval': 5,
+    'request_poll_interval': 1,
+}}
+# Seconds of workload before the first fault: servers to act on.
+LEAD = 20
+# Seconds for everything to settle once the faults stop.
+SETTLE_TIMEOUT = 360
+# Seconds a leak may take to go: a pass after the grace period, and the
+# tear down it starts.
+LEAK_TIMEOUT = ORPHAN_GRACE + 3 * HOUSEKEEPING_INTERVAL + 60
+CAPACITY_TIMEOUT = 120
+# What Nova's compute manager logs when it gives up a build's reschedule.
+NOVA_STRANDED = 'Successfully reverted task state from scheduling on failure'
+
+
+@dataclasses.dataclass
+class Options:
+    """What a run is made of.
+
+    :ivar minutes: minutes of faults (the workload runs ``LEAD`` seconds
+        longer).
+    :ivar reduced: one fault of each kind, and no more.
+    """
+
+    seed: int
+    minutes: float = 8.0
+    computes: int = 3
+    nodes: int = 36
+    reduced: bool = False
+    output: str = 'chaos-results'
+    log_dir: str = None
+
+
+@dataclasses.dataclass
+class Result:
+    history: history_mod.History
+    errors: dict
+    untyped: list
+    png: str = None
+    json: str = None
+
+    @property
+    def violations(self):
+        return self.history.violations
+
+    @property
+    def passed(self):
+        return not self.violations
+
+
+class ChaosRun(object):
+    """Runs :class:`Options` on a new cloud; :meth:`run` gives a Result."""
+
+    def __init__(self, options):
+        if options.log_dir is None:
+            # Kept for a look after the run.
+            options = dataclasses.replace(options, log_dir=os.path.join(
+                options.output, 'logs-%s' % options.seed))
+        self.options = options
+        self.history = history_mod.History(options.seed)
+        self.window = options.minutes * 60
+
+    def plans(self, computes):
+        """The faults and the operations of this run's seed."""
+        faults = schedule.plan_faults(
+            self.options.seed, self.window, computes, MEMBERSHIP_TIMEOUT,
+            reduced=self.options.reduced)
+        return faults
+
+    def run(self):
+        options = self.options
+        os.makedirs(options.output, exist_ok=True)
+        history = self.history
+        history.phase('start the cloud')
+        with cloud_mod.Cloud(
+                computes=options.computes, nodes=options.nodes,
+                log_dir=options.log_dir, private_database=True,
+                ironic_proxy=True, coordination_proxies=True,
+                membership_timeout=MEMBERSHIP_TIMEOUT,
+                compute_options=COMPUTE_OPTIONS) as cloud:
+            self.cloud = cloud
+            history.cloud = {'start_seconds': round(cloud.start_seconds, 1),
+                             'rss_mib': round(cloud.rss() / 2 ** 20),
+                             'logs': cloud.log_dir}
+            history.phase('seed other deployers')
+            self.foreigners = foreign.seed(
+                cloud.ironic, resource_class=cloud.layout.groups[1]
+                .resource_class, shard=cloud.layout.shards[0],
+                group=cloud.coordination_group, host=cloud.computes[0])
+            self.foreigners.remember(cloud.ironic)
+            with observer_mod.Observer(
+                    cloud, history, self.foreigners) as observer, \
+                    faults_mod.Supervisor(cloud, history) as supervisor:
+                self.observer = observer
+                self.supervisor = supervisor
+                self.workload = workload_mod.Workload(
+                    cloud, history, observer, options.seed)
+                try:
+                    self._chaos()
+                    self._settle()
+                    self._takeover()
+                    self._check()
+                    self._clean_up()
+                finally:
+                    self.workload.close()
+            errors = logscan.errors(cloud.log_dir, since=history.wall)
+            self._leadership(cloud.log_dir)
+        return self._verdict(errors)
+
+    # -- 2. chaos -----------------------------------------------------------
+
+    def _chaos(self):
+        cloud, history = self.cloud, self.history
+        _wait_for(lambda: self.observer.latest, 60, 'a first look')
+        fault_plan = self.plans(len(cloud.computes))
+        operation_plan = schedule.plan_operations(
+            self.options.seed, self.window + LEAD,
+            sorted(f.name for f in cloud.layout.flavors))
+        self.injector = faults_mod.Injector(cloud, history, self.workload,
+                                            self.observer, self.supervisor)
+        stopping = threading.Event()
+        history.phase('workload')
+        workload = threading.Thread(
+            target=self.workload.run, args=(operation_plan, stopping),
+            name='chaos-workload', daemon=True)
+        workload.start()
+        if stopping.wait(LEAD):
+            return
+        history.phase('faults')
+        injector = threading.Thread(
+            target=self.injector.run, args=(fault_plan, stopping),
+            name='chaos-faults', daemon=True)
+        injector.start()
+        time.sleep(self.window)
+        stopping.set()
+        workload.join()
+        injector.join()
+
+    # -- 3. settle ----------------------------------------------------------
+
+    def _settle(self):
+        cloud, history = self.cloud, self.history
+        history.phase('settle')
+        late = self.injector.join(timeout=schedule.KILL_SECONDS * 2)
+        if late:
+            history.violation(invariants.BOUNDED, 'faults still running '
+                              'after the run: %s' % ', '.join(late))
+        self._heal()
+        self.workload.wait()
+        cloud.wait_for_computes(cloud.computes)
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while True:
+            servers = self._servers()
+            stranded = self._stranded_by_nova(servers)
+            unsettled = invariants.check_settled(
+                [s for s in servers if s['id'] not in stranded])
+            if not unsettled or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        self._excuse(stranded)
+        self._record(unsettled)
+        history.recovery('everything settled after the faults',
+                         history.clock() - _phase_start(history, 'settle'))
+
+    def _heal(self):
+        """Every process running, every link healed, no proxy fault."""
+        cloud = self.cloud
+        cloud.ironic_proxy.clear_faults()
+        for host in cloud.computes:
+            cloud.heal(host)
+        for name, service in list(cloud.services.items()):
+            if not service.running:
+                LOG.info('Starting %s again after the faults', name)
+                cloud.start(name, wait=name not in (
+                    cloud.compute_service(h) for h in cloud.computes))
+            elif name.startswith(cloud_mod.COMPUTE_BINARY):
+                # A stopped one would not say: wake it up all the same.
+                service.send_signal(signal.SIGCONT)
+
+    def _stranded_by_nova(self, servers):
+        """``{server id: evidence}`` of builds Nova itself left in BUILD.
+
+        A build that fails on a compute is rescheduled through the
+        conductor; when that fails too (the database restarting), Nova's
+        compute manager reverts the task state and leaves the server in
+        BUILD with no host and no task, for good: nothing of this driver's
+        is involved (no host, hence no driver), and only an operator's
+        reset ends it.  Each needs that line of the compute's log.
+        """
+        candidates = {s['id'] for s in servers
+                      if s['status'] == 'BUILD' and not s.get('host')
+                      and not s.get('task_state')}
+        if not candidates:
+            return {}
+        return logscan.lines_about(self.cloud.log_dir, candidates,
+                                   NOVA_STRANDED)
+
+    def _excuse(self, stranded):
+        """Move what Nova stranded out of the violations, with why."""
+        history = self.history
+        for server_id, evidence in sorted(stranded.items()):
+            history.excused.append({
+                'server': server_id, 'evidence': evidence,
+                'why': 'Nova left it in BUILD: its reschedule failed '
+                       '(no host, no task, nothing of the driver\'s)'})
+        history.violations[:] = [
+            v for v in history.violations
+            if not any(s in v['detail'] for s in stranded)]
+
+    def _servers(self):
+        return workload_mod.server_dicts(
+            self.cloud.connection(cloud_mod.ADMIN_CLOUD).compute)
+
+    def _record(self, found):
+        self.observer.report(found)
+
+    # -- 4. takeover --------------------------------------------------------
+
+    def _takeover(self):
+        """Kill the compute with the most servers; keep it down."""
+        cloud, history = self.cloud, self.history
+        history.phase('takeover')
+        servers = [s for s in self._servers() if s['status'] == 'ACTIVE']
+        per_host = collections.Counter(s['host'] for s in servers)
+        if not per_host:
+            history.violation(invariants.SETTLED, 'no ACTIVE server left '
+                              'to take over')
+            return
+        victim = per_host.most_common(1)[0][0]
+        moving = [s['id'] for s in servers if s['host'] == victim]
+        with self.supervisor.down(cloud.compute_service(victim)):
+            self._kill_for_good(victim, moving)
+        cloud.wait_for_computes([victim])
+
+    def _kill_for_good(self, victim, moving):
+        cloud, history = self.cloud, self.history
+        record = history.fault('kill-takeover', target=victim)
+        killed = time.monotonic()
+        cloud.kill(cloud.compute_service(victim), signal.SIGKILL)
+        bound = (cloud.service_down_time + cloud.takeover_down_after
+                 + 4 * cloud.pool_refresh_interval + 90)
+        deadline = killed + bound
+        while time.monotonic() < deadline:
+            hosts = {s['id']: s['host'] for s in self._servers()
+                     if s['id'] in moving}
+            if victim not in hosts.values():
+                history.recovery('takeover after a kill',
+                                 time.monotonic() - killed,
+                                 '%d instance(s) of %s' % (len(moving),
+                                                           victim))
+                break
+            time.sleep(0.5)
+        else:
+            history.violation(invariants.SETTLED, 'instances of %s not '
+                              'adopted %d s after its kill' % (victim,
+                                                               bound))
+        cloud.start(cloud.compute_service(victim), wait=False)
+        history.end(record)
+
+    # -- 5. checks ----------------------------------------------------------
+
+    def _check(self):
+        cloud, history = self.cloud, self.history
+        history.phase('housekeeping')
+        foreign_nodes = self.foreigners.node_uuids
+        started = time.monotonic()
+        deadline = started + LEAK_TIMEOUT
+        while True:
+            leaks = invariants.check_leaks(self._servers(),
+                                           cloud.ironic.list_nodes(),
+                                           foreign_nodes)
+            if not leaks or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        self._record(leaks)
+        history.recovery('leaks gone', time.monotonic() - started)
+        history.phase('checks')
+        servers = self._servers()
+        nodes = cloud.ironic.list_nodes(fields=observer_mod.NODE_FIELDS)
+        self._record(invariants.check_settled(servers))
+        self._record(invariants.check_host_marks(
+            servers, nodes, cloud.coordination_group))
+        self._record(self.foreigners.check(cloud.ironic))
+        self._record(self._capacity())
+        self._record(self._untyped_faults(servers))
+
+    def _untyped_faults(self, servers):
+        """The instance faults of the ERROR servers that are not typed."""
+        found = []
+        for server in servers:
+            if server['status'] != 'ERROR':
+                continue
+            fault = (self.workload.server(server['id']) or {}).get('fault')
+            if fault and logscan.classify_fault(fault) == logscan.UNTYPED:
+                found.append((invariants.TYPED_ERRORS, 'server %s: fault '
+                              '%s' % (server['name'], fault.get('message'))))
+        return found
+
+    def _capacity(self):
+        """Placement against Ironic, once the computes have reported."""
+        deadline = time.monotonic() + CAPACITY_TIMEOUT
+        while True:
+            truth = checks.ironic_truth(self.cloud.ironic.list_nodes(
+                fields=checks.NODE_FIELDS))
+            wrong = checks.compare_capacity(
+                truth, self.observer.placement_views())
+            if not wrong or time.monotonic() > deadline:
+                return invariants.check_capacity(wrong)
+            time.sleep(2)
+
+    # -- 6. clean up --------------------------------------------------------
+
+    def _clean_up(self):
+        cloud, history = self.cloud, self.history
+        history.phase('delete everything')
+        servers = self._servers()
+        for server in servers:
+            self.workload.submit(self.workload.delete, server['id'],
+                                 'clean-up')
+        self.workload.wait()
+        deadline = time.monotonic() + LEAK_TIMEOUT
+        while True:
+            leaks = invariants.check_leaks(
+                self._servers(), cloud.ironic.list_nodes(),
+                self.foreigners.node_uuids)
+            if not leaks or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        self._record(leaks)
+        self._record(self.foreigners.check(cloud.ironic))
+
+    # -- the verdict --------------------------------------------------------
+
+    def _leadership(self, log_dir):
+        """Handovers: from a fault on the leader's host to a new leader.
+
+        The new leader is any other member: another host's, or the same
+        host's restarted process (a member id is a process's).
+        """
+        history = self.history
+        events = logscan.leadership(log_dir)
+        history.leadership = [
+            {'t': history.at_wall(wall), 'member': member, 'event': kind}
+            for wall, member, kind in events]
+        for fault in history.faults:
+            if not fault.get('target'):
+                continue
+            at = history.wall + (fault.get('killed_at') or fault['start'])
+            leader = _leader_at(events, at)
+            if leader is None or membership.host_of(leader) != fault[
+                    'target']:
+                continue
+            after = [(wall, member) for wall, member, kind in events
+                     if wall > at and kind == 'leads' and member != leader]
+            if after:
+                wall, member = after[0]
+                history.recovery('leadership handover after %s'
+                                 % fault['kind'], wall - at,
+                                 'from %s to %s' % (leader, member))
+
+    def _verdict(self, errors):
+        untyped = [e for e in errors if logscan.classify(e) ==
+                   logscan.UNTYPED]
+        for record in untyped:
+            self.history.violation(invariants.TYPED_ERRORS, '%s: %s (%s)' % (
+                record.service, record.exception, record.message[:200]))
+        result = Result(self.history, logscan.summary(errors), untyped)
+        base = os.path.join(self.options.output,
+                            'chaos-%s' % self.options.seed)
+        result.json = base + '.json'
+        self.history.save(result.json, errors=[e.as_dict() for e in errors],
+                          options=dataclasses.asdict(self.options),
+                          cloud=getattr(self.history, 'cloud', None),
+                          leadership=getattr(self.history, 'leadership',
+                                             []))
+        from ironic_multi.testing.chaos import timeline
+        result.png = base + '.png'
+        timeline.draw(result.png, self.history, passed=result.passed)
+        return result
+
+
+def _leader_at(events, at):
+    leader = None
+    for wall, member, kind in events:
+        if wall > at:
+            break
+        if kind == 'leads':
+            leader = member
+        elif member == leader:
+            leader = None
+    return leader
+
+
+def _phase_start(history, name):
+    return next(p['t'] for p in history.phases if p['name'] == name)
+
+
+def _wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise cloud_mod.CloudError('No %s within %d s' % (what, timeout))
+        time.sleep(0.5)

@@ -1,0 +1,442 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The chaos run's plans, checks, log reading and timeline, on their own.
+
+The run itself needs the multi-process cloud: tests/cloud/test_chaos.py.
+"""
+
+import collections
+import itertools
+import time
+
+import pytest
+
+from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._reservation.providers.ironic import ownership
+from ironic_multi.testing.chaos import history as history_mod
+from ironic_multi.testing.chaos import invariants
+from ironic_multi.testing.chaos import logscan
+from ironic_multi.testing.chaos import report
+from ironic_multi.testing.chaos import schedule
+from ironic_multi.testing.chaos import timeline
+
+SEEDS = range(60)
+MEMBERSHIP_TIMEOUT = 20
+
+
+# -- plans -------------------------------------------------------------------
+
+@pytest.mark.parametrize('seed', SEEDS)
+def test_a_reduced_plan_has_each_kind_once(seed):
+    plan = schedule.plan_faults(seed, 240, 3, MEMBERSHIP_TIMEOUT,
+                                reduced=True)
+    assert sorted(f.kind for f in plan) == sorted(schedule.KINDS)
+    assert all(0 <= f.start and f.end <= 240 for f in plan)
+
+
+@pytest.mark.parametrize('seed', SEEDS)
+def test_no_compute_or_resource_takes_two_faults_at_once(seed):
+    plan = schedule.plan_faults(seed, 600, 3, MEMBERSHIP_TIMEOUT)
+    for a, b in itertools.combinations(plan, 2):
+        if not a.overlaps(b):
+            continue
+        if a.compute is not None and b.compute is not None:
+            assert a.compute != b.compute, (a, b)
+        resource = schedule.RESOURCES.get(a.kind)
+        assert resource is None or resource != schedule.RESOURCES.get(
+            b.kind), (a, b)
+    # One compute is spared at every moment.
+    for fault in plan:
+        busy = {f.compute for f in plan
+                if f.compute is not None and f.start <= fault.start < f.end}
+        assert len(busy) <= 2
+
+
+def test_faults_overlap():
+    for seed in SEEDS:
+        plan = schedule.plan_faults(seed, 240, 3, MEMBERSHIP_TIMEOUT,
+                                    reduced=True)
+        overlapping = sum(1 for a, b in itertools.combinations(plan, 2)
+                          if a.overlaps(b))
+        assert overlapping >= 3, (seed, plan)
+
+
+def test_a_full_plan_repeats_kinds_and_a_seed_repeats_its_plan():
+    plan = schedule.plan_faults(3, 480, 3, MEMBERSHIP_TIMEOUT)
+    assert set(f.kind for f in plan) == set(schedule.KINDS)
+    assert len(plan) > len(schedule.KINDS)
+    assert plan == schedule.plan_faults(3, 480, 3, MEMBERSHIP_TIMEOUT)
+    assert plan != schedule.plan_faults(4, 480, 3, MEMBERSHIP_TIMEOUT)
+
+
+def test_a_stopped_compute_outlives_the_membership_timeout():
+    plan = schedule.plan_faults(1, 240, 3, MEMBERSHIP_TIMEOUT, reduced=True)
+    (stop,) = [f for f in plan if f.kind == schedule.STOP_COMPUTE]
+    assert stop.hold > MEMBERSHIP_TIMEOUT
+
+
+def test_a_window_too_short_is_refused():
+    with pytest.raises(schedule.PlanError, match='too short'):
+        schedule.plan_faults(1, 60, 3, MEMBERSHIP_TIMEOUT, reduced=True)
+
+
+def test_the_workload_plan():
+    plan = schedule.plan_operations(5, 600, ['gold', 'silver'])
+    assert plan == schedule.plan_operations(5, 600, ['gold', 'silver'])
+    assert [o.index for o in plan] == list(range(len(plan)))
+    assert all(0 < o.at < 600 for o in plan)
+    assert plan == sorted(plan, key=lambda o: o.at)
+    kinds = collections.Counter(o.kind for o in plan)
+    assert set(kinds) == set(schedule.OPERATIONS)
+    assert all((o.flavor is not None) == (o.kind in (schedule.BOOT,
+                                                     schedule.BURST))
+               for o in plan)
+    # About one every MEAN_GAP seconds.
+    expected = 600 / schedule.MEAN_GAP
+    assert expected / 2 < len(plan) < expected * 2
+
+
+# -- checks ------------------------------------------------------------------
+
+def _server(server_id, status='ACTIVE', task=None, project='demo',
+            host='compute-1'):
+    return {'id': server_id, 'name': 'n-%s' % server_id, 'status': status,
+            'task_state': task, 'project_id': project, 'host': host}
+
+
+def _node(uuid, instance=None, owner=None, **fields):
+    return dict({'uuid': uuid, 'name': uuid, 'instance_uuid': instance,
+                 'owner': owner, 'lessee': None,
+                 'provision_state': 'active' if instance else 'available'},
+                **fields)
+
+
+def test_a_healthy_sample_holds():
+    servers = [_server('a'), _server('b', 'BUILD', 'spawning')]
+    nodes = [_node('n1', 'a'), _node('n2', 'b'), _node('n3')]
+    last = {}
+    assert invariants.check_sample(servers, nodes, servers, last) == []
+    assert last == {'a': 'n1'}
+
+
+def test_an_instance_on_two_nodes():
+    servers = [_server('a')]
+    found = invariants.check_sample(
+        servers, [_node('n1', 'a'), _node('n2', 'a')], servers, {})
+    assert [f[0] for f in found] == [invariants.ONE_NODE_PER_INSTANCE]
+
+
+def test_a_node_that_went_to_another_instance_is_given_twice():
+    servers = [_server('a'), _server('b', 'BUILD', 'spawning')]
+    last = {}
+    invariants.check_sample(servers, [_node('n1', 'a')], servers, last)
+    found = invariants.check_sample(servers, [_node('n1', 'b')], servers,
+                                    last)
+    assert [f[0] for f in found] == [invariants.GIVEN_TWICE]
+    assert 'n1' in found[0][1] and 'now serves instance b' in found[0][1]
+
+
+def test_an_active_server_without_a_node():
+    servers = [_server('a')]
+    found = invariants.check_sample(servers, [_node('n1')], servers, {})
+    assert [f[0] for f in found] == [invariants.ACTIVE_HOLDS_A_NODE]
+
+
+@pytest.mark.parametrize('before,after', [
+    # Became ACTIVE after the nodes were read: not steady.
+    (_server('a', 'BUILD', 'spawning'), _server('a')),
+    # Being deleted, or gone, by the second listing.
+    (_server('a'), _server('a', 'ACTIVE', 'deleting')),
+    (_server('a'), None),
+    (_server('a'), _server('a', 'ERROR')),
+])
+def test_servers_in_transition_are_not_judged(before, after):
+    found = invariants.check_sample([before], [_node('n1')],
+                                    [after] if after else [], {})
+    assert found == []
+
+
+def test_a_node_of_another_project():
+    servers = [_server('a', project='demo')]
+    found = invariants.check_sample(
+        servers, [_node('n1', 'a', owner='other')], servers, {})
+    assert [f[0] for f in found] == [invariants.PROJECT]
+    assert invariants.check_sample(
+        servers, [_node('n1', 'a', owner='demo')], servers, {}) == []
+    # Another deployer's node is not ours to judge.
+    assert invariants.check_sample(
+        servers, [_node('n1', 'a', owner='other')], servers, {},
+        foreign={'n1'}) == []
+
+
+def test_foreign_nodes_and_allocations_kept():
+    node = _node('f1', 'x', maintenance=False, power_state='power on',
+                 instance_info={'a': 1}, extra={}, conductor_group='')
+    baseline = {'f1': invariants.kept(node)}
+    allocations = {'al': {'uuid': 'al', 'state': 'active'}}
+    assert invariants.check_foreign(baseline, [node],
+                                    list(allocations.values()),
+                                    allocations) == []
+    torn_down = dict(node, instance_uuid=None, provision_state='deleting')
+    (found,) = invariants.check_foreign(baseline, [torn_down])
+    assert found[0] == invariants.FOREIGN_UNTOUCHED
+    assert 'instance_uuid' in found[1] and 'provision_state' in found[1]
+    (found,) = invariants.check_foreign(baseline, [node], [], allocations)
+    assert 'allocation al' in found[1]
+
+
+def test_settled_leaks_and_host_marks():
+    servers = [_server('a'), _server('b', 'BUILD', 'spawning'),
+               _server('c', 'ACTIVE', host='compute-2')]
+    assert [f[1] for f in invariants.check_settled(servers)] == [
+        'server n-b (b) is BUILD/spawning']
+    nodes = [_node('n1', 'a'), _node('n2', 'gone'), _node('f', 'theirs')]
+    assert [f[0] for f in invariants.check_leaks(servers, nodes, {'f'})] == [
+        invariants.NO_LEAK]
+
+    def marked(uuid, instance, host, group='g'):
+        return _node(uuid, instance, instance_info={
+            deploy.HOST_KEY: host,
+            ownership.KEY: {instance: ownership.mark(group)}})
+
+    servers.append(_server('d', 'ERROR', host=None))
+    nodes = [marked('n1', 'a', 'compute-1'), marked('n3', 'c', 'compute-1'),
+             marked('n4', 'c', 'compute-1', group='other'),
+             marked('n5', 'd', 'compute-1')]
+    (found,) = invariants.check_host_marks(servers, nodes, 'g')
+    assert found[0] == invariants.ONE_MANAGER and 'n3' in found[1]
+
+
+# -- logs --------------------------------------------------------------------
+
+HEAD = '2026-11-25 12:00:%02d.123 4242 %s %s [req-1 - - - - -] '
+LOG_TEXT = '\n'.join([
+    HEAD % (1, 'INFO', 'nova.compute.manager') + 'fine',
+    # A typed error of ours, with its traceback.
+    HEAD % (2, 'ERROR', 'nova.compute.manager') + 'Build failed',
+    HEAD % (2, 'ERROR', 'nova.compute.manager') +
+    'Traceback (most recent call last):',
+    HEAD % (2, 'ERROR', 'nova.compute.manager') +
+    '  File "/x/ironic_multi/_virt/driver.py", line 3, in spawn',
+    HEAD % (2, 'ERROR', 'nova.compute.manager') +
+    'ironic_multi.exception.NoNodeAvailable: no node',
+    # A bug: a KeyError through our code.
+    HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
+    'Periodic refresh failed unexpectedly',
+    HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
+    'Traceback (most recent call last):',
+    HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
+    '  File "/x/ironic_multi/_reservation/ring.py", line 9, in f',
+    HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
+    'KeyError: \'rack-1\'',
+    # The broker restarting: Nova's library, not our code.
+    HEAD % (4, 'ERROR', 'oslo.messaging._drivers.impl_rabbit') +
+    'Connection failed: [Errno 111] ECONNREFUSED',
+    HEAD % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
+    'Unexpected error while reporting service status',
+    HEAD % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
+    'Traceback (most recent call last):',
+    HEAD % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
+    'oslo_messaging.exceptions.MessagingTimeout: Timed out',
+    '2026-11-25 12:00:06.000 4242 INFO ironic_multi._reservation.leader '
+    '[-] Member compute-1:4242:ab now leads housekeeper',
+    '2026-11-25 12:00:07.000 4242 WARNING ironic_multi._reservation.leader '
+    '[-] Member compute-1:4242:ab stands down from leading housekeeper',
+]) + '\n'
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    (tmp_path / 'nova-compute-compute-1.log').write_text(LOG_TEXT)
+    (tmp_path / 'keystone.log').write_text(
+        HEAD % (1, 'ERROR', 'keystone') + 'not a Nova log\n')
+    return tmp_path
+
+
+def test_error_records_and_their_classes(log_dir):
+    records = logscan.errors(str(log_dir))
+    assert [(r.logger, r.exception, logscan.classify(r)) for r in records] == [
+        ('nova.compute.manager', 'ironic_multi.exception.NoNodeAvailable',
+         logscan.TYPED),
+        ('ironic_multi._reservation.worker', 'KeyError', logscan.UNTYPED),
+        ('oslo.messaging._drivers.impl_rabbit', None, logscan.TYPED),
+        ('nova.servicegroup.drivers.db',
+         'oslo_messaging.exceptions.MessagingTimeout',
+         logscan.INFRASTRUCTURE),
+    ]
+    assert records[0].service == 'nova-compute-compute-1'
+    assert records[0].message == 'Build failed'
+    summary = logscan.summary(records)
+    assert summary[logscan.UNTYPED] == {'KeyError': 1}
+
+
+def test_errors_since(log_dir):
+    since = logscan._wall('2026-11-25 12:00:03.000')
+    records = logscan.errors(str(log_dir), since=since)
+    assert [r.exception for r in records] == [
+        'KeyError', None, 'oslo_messaging.exceptions.MessagingTimeout']
+
+
+@pytest.mark.parametrize('name,typed', [
+    ('ironic_multi.exception.DeployFailed', True),
+    ('ironic_multi.exception.NoSuchThing', False),
+    ('ironic_multi._reservation.housekeeper._Changed', False),
+    ('nova.exception.RescheduledException', True),
+    ('nova.exception_Remote.InstanceNotFound_Remote', True),
+    ('KeyError', False),
+    ('tooz.coordination.ToozError', False),
+])
+def test_typed_exceptions(name, typed):
+    assert logscan.is_typed_exception(name) is typed
+
+
+def test_instance_faults():
+    rescheduled = {'message': 'Exceeded maximum number of retries.',
+                   'details': 'Traceback (most recent call last):\n'
+                              '  File "/x/nova/conductor/manager.py"\n'
+                              'nova.exception.MaxRetriesExceeded: x'}
+    assert logscan.classify_fault(rescheduled) == logscan.TYPED
+    assert logscan.classify_fault({'message': 'KeyError'}) == logscan.UNTYPED
+    ours = {'message': 'x', 'details': 'Traceback:\n  File "/x/ironic_multi'
+                                       '/a.py"\nAttributeError: y'}
+    assert logscan.classify_fault(ours) == logscan.UNTYPED
+
+
+def test_leadership_events(log_dir):
+    events = logscan.leadership(str(log_dir))
+    assert [(member, kind) for _, member, kind in events] == [
+        ('compute-1:4242:ab', 'leads'), ('compute-1:4242:ab', 'stands down')]
+
+
+# -- the timeline and the report -----------------------------------------
+
+def _history():
+    history = history_mod.History(seed=9)
+    history.phase('faults')
+    fault = history.fault(schedule.KILL_DEPLOY, target='compute-2')
+    history.end(fault, caught=True)
+    history.end(history.operation(schedule.BOOT, server='a'), outcome='ok')
+    history.end(history.operation(schedule.DELETE, server='a'),
+                outcome='error')
+    history.sample({'free': {'gold': 3}, 'placement': {'gold': 2}})
+    history.recovery('takeover after a kill', 12.34, '1 instance')
+    return history
+
+
+@pytest.mark.parametrize('passed', [True, False])
+def test_the_timeline_says_whether_the_run_passed(passed):
+    history = _history()
+    if not passed:
+        history.violation(invariants.NO_LEAK, 'node n1 holds x')
+    chart = timeline.figure(history.as_dict(), passed=passed)
+    try:
+        title = chart._suptitle.get_text()
+        labels = [t.get_text() for t in chart.axes[0].get_yticklabels()]
+    finally:
+        timeline.pyplot.close(chart)
+    assert title.startswith('Chaos run, seed 9')
+    assert ('FAILED: 1 violation(s)' in title) is not passed
+    assert labels == [schedule.KILL_DEPLOY]
+
+
+def test_the_report_counts():
+    run = _history().as_dict()
+    counts = report.fault_counts(run)
+    assert counts[schedule.KILL_DEPLOY]['count'] == 1
+    assert counts[schedule.KILL_DEPLOY]['caught'] == 1
+    assert counts[schedule.KILL_DEPLOY]['targets'] == {'compute-2'}
+    assert report.operation_counts(run) == {
+        schedule.BOOT: {'ok': 1}, schedule.DELETE: {'error': 1}}
+
+
+def test_lines_about(log_dir):
+    (log_dir / 'nova-compute-compute-2.log').write_text(
+        HEAD % (8, 'INFO', 'nova.compute.manager') + '[instance: i-1] '
+        'Successfully reverted task state from scheduling on failure\n'
+        + HEAD % (9, 'INFO', 'nova.compute.manager') + '[instance: i-2] '
+        'Took 5 seconds\n')
+    found = logscan.lines_about(str(log_dir), {'i-1', 'i-2', 'i-3'},
+                                'Successfully reverted task state')
+    assert list(found) == ['i-1']
+    assert found['i-1'].startswith('nova-compute-compute-2.log: ')
+
+
+class _Service(object):
+    def __init__(self, running):
+        self.running = running
+        self.returncode = None if running else -9
+
+
+class _Cloud(object):
+    def __init__(self, **services):
+        self.services = {name: _Service(running)
+                         for name, running in services.items()}
+        self.started = []
+
+    def start(self, name, wait=True):
+        self.started.append(name)
+        self.services[name].running = True
+
+
+def test_the_supervisor_starts_what_exited_unless_held_down():
+    from ironic_multi.testing.chaos import faults
+
+    cloud = _Cloud(a=True, b=False, c=False)
+    history = history_mod.History(seed=1)
+    supervisor = faults.Supervisor(cloud, history)
+    supervisor.PERIOD = 0.01
+    with supervisor:
+        with supervisor.down('c'):
+            deadline = time.monotonic() + 5
+            while not cloud.started and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert cloud.started == ['b']
+        deadline = time.monotonic() + 5
+        while len(cloud.started) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert cloud.started == ['b', 'c']
+    assert [(r['service'], r['code']) for r in history.respawns] == [
+        ('b', -9), ('c', -9)]
+
+
+def test_the_leader_at_a_moment():
+    from ironic_multi.testing.chaos import run
+
+    events = [(10.0, 'a:1:x', 'leads'), (20.0, 'a:1:x', 'stands down'),
+              (25.0, 'b:2:y', 'leads'), (40.0, 'c:3:z', 'leads')]
+    assert run._leader_at(events, 5.0) is None
+    assert run._leader_at(events, 15.0) == 'a:1:x'
+    assert run._leader_at(events, 22.0) is None
+    assert run._leader_at(events, 30.0) == 'b:2:y'
+    assert run._leader_at(events, 50.0) == 'c:3:z'
+
+
+@pytest.mark.parametrize('server,until,acting,outcome', [
+    (None, None, True, 'ok'),
+    (None, 'ACTIVE', False, 'error'),
+    ({'status': 'ACTIVE', 'OS-EXT-STS:task_state': 'powering-off'},
+     'SHUTOFF', True, None),
+    ({'status': 'SHUTOFF'}, 'SHUTOFF', True, 'ok'),
+    ({'status': 'ERROR'}, 'ACTIVE', True, 'error'),
+    # Nova reverted the stop's task: the server is as it was.
+    ({'status': 'ACTIVE'}, 'SHUTOFF', True, 'failed'),
+    ({'status': 'ACTIVE'}, None, True, 'failed'),
+    # A boot still waiting (or stranded): not an action's end.
+    ({'status': 'BUILD'}, 'ACTIVE', False, None),
+])
+def test_operation_outcomes(server, until, acting, outcome):
+    from ironic_multi.testing.chaos import workload
+
+    assert workload._outcome(server, until, acting) == outcome
