@@ -101,6 +101,7 @@ host.
 """
 
 import collections
+import re
 import time
 
 from keystoneauth1 import exceptions as ks_exc
@@ -130,6 +131,12 @@ BINARY = 'nova-compute'
 LOCK_NAME = 'takeover.%s'
 # Placement microversion of the inventory calls (reserved may equal total).
 INVENTORY_VERSION = '1.26'
+# The reason in the fault of a task that a takeover ended.
+_LOST = 'compute host %s was lost (%s) during %s'
+_LOST_DURING = re.compile(r'compute host \S+ was lost \(.*\) during (\S+)$')
+# Seconds a task that a stale request revived stays untouched before it is
+# ended again: the lost host's request fails within a second.
+REVIVED_GRACE = 30
 # The fields of a Nova instance that an adoption moves.
 _MOVED = ('host', 'node', 'compute_id')
 # Why a host is not taken over: its nova-compute process lives.
@@ -208,8 +215,7 @@ def interrupted(instance, source, why):
     :param why: why the host counts as lost ("forced down", ...).
     """
     task = instance.task_state
-    reason = 'compute host %s was lost (%s) during %s' % (
-        source, why, task or 'the build')
+    reason = _LOST % (source, why, task or 'the build')
     if instance.vm_state == vm_states.BUILDING:
         return _BUILD(instance_uuid=instance.uuid, reason=reason)
     fault = _INTERRUPTED.get(task)
@@ -385,6 +391,7 @@ class Takeover(object):
             LOG.debug('Host %s is not up in Nova: it adopts nothing',
                       self.host)
             return []
+        self.end_revived_tasks(context)
         reports = []
         for source, why in sorted(survey.lost.items()):
             adopter = self.adopter(source, survey.down)
@@ -398,6 +405,60 @@ class Takeover(object):
             except exception.TakeoverRefused as e:
                 LOG.info('%s', e)
         return reports
+
+    def end_revived_tasks(self, context):
+        """End again the tasks that a lost host's stale request revived.
+
+        A takeover ends the task a lost host left (ERROR, no task, a fault
+        saying so).  When that host comes back it still runs the requests
+        queued for it meanwhile; the one for the ended task fails on
+        Nova's check of the task state, and Nova's error handling then
+        saves the instance with that task again (the change of the failed
+        save is still pending in the object).  No service works on it, and
+        the server would show the task for good.  Such an instance, on
+        this host in Nova: ERROR, the task its latest fault says a
+        takeover ended, no instance action since that fault, untouched for
+        ``REVIVED_GRACE`` seconds.
+
+        :returns: the UUIDs of the instances whose task was ended.
+        """
+        ended = []
+        instances = objects.InstanceList.get_by_filters(
+            context, {'host': self.host, 'vm_state': vm_states.ERROR,
+                      'deleted': False}, expected_attrs=['fault'])
+        now = timeutils.utcnow().replace(tzinfo=None)
+        for instance in instances:
+            task = instance.task_state
+            fault = instance.fault if instance.obj_attr_is_set(
+                'fault') else None
+            if not task or fault is None:
+                continue
+            found = _LOST_DURING.search(fault.message or '')
+            if found is None or found.group(1) != task:
+                continue
+            since = _naive(fault.created_at)
+            touched = _naive(instance.updated_at or fault.created_at)
+            if (now - touched).total_seconds() < REVIVED_GRACE:
+                continue
+            actions = objects.InstanceActionList.get_by_instance_uuid(
+                context, instance.uuid)
+            if any(_naive(a.start_time) > since for a in actions):
+                continue  # A new request: its task is a live one.
+            instance.task_state = None
+            try:
+                instance.save(expected_task_state=[task])
+            except _INSTANCE_ERRORS as e:
+                LOG.info('Instance %(instance)s: task %(task)s not ended: '
+                         '%(error)s', {'instance': instance.uuid,
+                                       'task': task,
+                                       'error': _first_line(e)})
+                continue
+            LOG.warning('Instance %(instance)s: ended its task %(task)s '
+                        'again; a takeover had ended it, and a stale '
+                        'request of the lost host brought it back',
+                        {'instance': instance.uuid, 'task': task})
+            ended.append(instance.uuid)
+        return ended
 
     def serve(self, request):
         """The operator request ``adopt`` (``instances adopt``).
@@ -621,8 +682,8 @@ class Takeover(object):
 
     def _adopt_one(self, context, client, instance, reservation, current,
                    source, node):
-        # The order makes a run that stopped half way (a crash, an error)
-        # repaired by the next run:
+        # The order makes a run that crashed half way repaired by the next
+        # run (an error half way gives back what moved, below):
         # - Nova's instance.host moves last: it is how a run finds the
         #   instances still to adopt (InstanceList.get_by_host), and once
         #   it moves Nova sends the instance's actions here, where the node
@@ -638,25 +699,29 @@ class Takeover(object):
         source_rp = host_mod.compute_node_uuid(source)
         self._move_allocation(context, client, instance.uuid, current,
                               source_rp, node.uuid)
-        if reservation.host != self.host:
-            self._reserver.adopt(instance.uuid)
         before = {field: getattr(instance, field) for field in _MOVED
                   if instance.obj_attr_is_set(field)}
-        instance.host = self.host
-        instance.node = node.hypervisor_hostname
-        instance.compute_id = node.id
         try:
+            if reservation.host != self.host:
+                self._reserver.adopt(instance.uuid)
+            instance.host = self.host
+            instance.node = node.hypervisor_hostname
+            instance.compute_id = node.id
+            # A task started meanwhile (an action cast to the lost host)
+            # makes Nova refuse: it keeps routing the instance there.
             instance.save(expected_task_state=[None])
-        except nova_exception.UnexpectedTaskStateError:
-            # A task started meanwhile (an action cast to the lost host):
-            # Nova refused, and keeps routing the instance there, so the
-            # node and the allocation go back with it (any other error
-            # leaves them: the save may have landed, and the next run
-            # repairs what did not).  Left on this host, they would
+        except Exception:
+            if self._in_nova_on(context, instance.uuid) != source:
+                # The save landed (its answer was lost), or nobody can
+                # tell: what moved stays, and a next run repairs the rest
+                # if the host stays lost.
+                raise
+            # Nova still routes the instance to the lost host: the node
+            # and the allocation go back with it.  Left here, they would
             # outlive the lost host's return, and the instance would have
-            # no manager: the source refuses a node marked for another
-            # host, and Nova sends nothing here.  A later run adopts the
-            # instance once its task ends.
+            # no manager: that host refuses a node marked for another, and
+            # Nova sends nothing here.  A later run adopts the instance if
+            # the host stays lost.
             for field, value in before.items():
                 setattr(instance, field, value)
             self._give_back(context, client, instance.uuid, source,
@@ -667,11 +732,29 @@ class Takeover(object):
                  {'host': self.host, 'instance': instance.uuid,
                   'node': reservation.node_uuid, 'source': source})
 
+    @staticmethod
+    def _in_nova_on(context, instance_uuid):
+        """The instance's host in Nova's database now; None if unknown."""
+        try:
+            return objects.Instance.get_by_uuid(
+                context, instance_uuid, expected_attrs=[]).host
+        except Exception as e:
+            LOG.warning('Cannot read instance %(instance)s again: %(error)s',
+                        {'instance': instance_uuid, 'error': _first_line(e)})
+            return None
+
     def _give_back(self, context, client, consumer, source, source_rp,
                    target_rp):
-        """Undo the moves of an adoption Nova refused; logged."""
+        """Undo the moves of an adoption that did not reach Nova; logged.
+
+        The node's host mark goes back if it had moved here, and the
+        allocation if it had moved to this host's provider.
+        """
         try:
-            self._reserver.give_back(consumer, source)
+            try:
+                self._reserver.give_back(consumer, source)
+            except exception.ReservationNotFound:
+                pass  # Not marked for this host: nothing moved.
             self._move_allocation(
                 context, client, consumer,
                 client.get_allocs_for_consumer(context, consumer),
@@ -781,6 +864,10 @@ class Takeover(object):
             LOG.debug('Host %(host)s found nothing to adopt on %(source)s',
                       {'host': self.host, 'source': source})
         self._last_skipped[source] = dict(result['skipped'])
+
+
+def _naive(moment):
+    return moment.replace(tzinfo=None)
 
 
 def _down_for(service, now):

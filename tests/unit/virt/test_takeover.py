@@ -124,7 +124,8 @@ class Reserver(object):
     def give_back(self, instance_uuid, host):
         if 'give_back' in self.errors:
             raise self.errors.pop('give_back')
-        assert self.nodes[instance_uuid].host == self.host
+        if self.nodes[instance_uuid].host != self.host:
+            raise exception.ReservationNotFound(instance=instance_uuid)
         self.events.append(('mark', instance_uuid, host))
         self.nodes[instance_uuid] = dataclasses.replace(
             self.nodes[instance_uuid], host=host)
@@ -264,6 +265,7 @@ class Cloud(object):
         self.ring_hosts = list(live if ring_hosts is None else ring_hosts)
         self.saved = []
         self.save_errors = []
+        self.read_errors = []
         for host in tuple(live) + (LOST,):
             self.placement.provider(rp(host), total=5)
         monkeypatch.setattr(objects.ServiceList, 'get_by_binary',
@@ -272,6 +274,16 @@ class Cloud(object):
                             self._compute_node)
         monkeypatch.setattr(objects.InstanceList, 'get_by_host',
                             self._instances)
+        monkeypatch.setattr(objects.Instance, 'get_by_uuid',
+                            self._instance_in_the_database)
+        monkeypatch.setattr(objects.InstanceList, 'get_by_filters',
+                            self._filtered)
+        monkeypatch.setattr(objects.InstanceActionList,
+                            'get_by_instance_uuid', self._actions)
+        # {uuid: [InstanceAction]}
+        self.actions = {}
+        # {uuid: host} as Nova's database has it (saves that landed).
+        self.database_hosts = {}
         monkeypatch.setattr(compute_utils, 'add_instance_fault_from_exc',
                             self._fault)
 
@@ -287,6 +299,21 @@ class Cloud(object):
     def _instances(self, context, host, expected_attrs=None):
         return [i for i in self.instances if i.host == host]
 
+    def _filtered(self, context, filters, expected_attrs=None):
+        assert filters == {'host': filters['host'], 'vm_state': 'error',
+                           'deleted': False}
+        assert expected_attrs == ['fault']
+        return [i for i in self.instances if i.host == filters['host']
+                and i.vm_state == 'error']
+
+    def _actions(self, context, uuid):
+        return list(self.actions.get(uuid, ()))
+
+    def _instance_in_the_database(self, context, uuid, expected_attrs=None):
+        if self.read_errors:
+            raise self.read_errors.pop(0)
+        return types.SimpleNamespace(host=self.database_hosts[uuid])
+
     def lose(self, host=LOST, **how):
         self.services.append(service(host, **how))
 
@@ -298,6 +325,7 @@ class Cloud(object):
         instance = fakes.instance(uuid, host=host, node=host, **fields)
         instance.save.side_effect = self._saving(instance)
         self.instances.append(instance)
+        self.database_hosts[uuid] = host
         self.nodes[uuid] = lifecycle.Reservation(
             instance_uuid=uuid, node_uuid='node-%s' % uuid[-2:],
             state=lifecycle.State.ACTIVE, host=mark or host,
@@ -309,9 +337,9 @@ class Cloud(object):
         def save(expected_task_state=None, expected_vm_state=None):
             if self.save_errors:
                 raise self.save_errors.pop(0)
-            if expected_vm_state is None:
+            if expected_vm_state is None and expected_task_state == [None]:
                 # The adoption: host, node and compute_id.
-                assert expected_task_state == [None]
+                self.database_hosts[instance.uuid] = instance.host
                 self.events.append(('nova', instance.uuid, instance.host,
                                     instance.node, instance.compute_id))
             else:
@@ -592,10 +620,12 @@ def test_a_second_run_changes_nothing(cloud, context):
 
 
 @pytest.mark.parametrize('failing', ['mark', 'nova'])
-def test_a_run_stopped_half_way_is_repaired_by_the_next(cloud, context,
-                                                        failing):
+def test_an_adoption_that_fails_half_way_gives_back_what_moved(
+        cloud, context, failing):
+    # The lost host may come back before a next run: what moved must not
+    # stay on the adopter while Nova routes the instance to the lost host.
     cloud.lose(forced_down=True)
-    cloud.boot(UUIDS[0])
+    instance = cloud.boot(UUIDS[0])
     owner = owner_of(LOST)
     takeover_ = cloud.takeover(owner)
     if failing == 'mark':
@@ -606,27 +636,56 @@ def test_a_run_stopped_half_way_is_repaired_by_the_next(cloud, context,
         assert first['adopted'] == []
         assert list(first['skipped']) == [UUIDS[0]]
     else:
-        # The service dies while saving the instance.
-        cloud.save_errors.append(RuntimeError('crash'))
+        # Nova's database fails the save (it did not land).
+        cloud.save_errors.append(RuntimeError('database gone'))
         with pytest.raises(RuntimeError):
             takeover_.adopt(context, LOST)
-        # What Nova's database still says.
-        cloud.instances[0].host = cloud.instances[0].node = LOST
-    # The allocation moved, Nova has the instance on the lost host still.
+    assert (instance.host, cloud.database_hosts[UUIDS[0]]) == (LOST, LOST)
+    assert cloud.nodes[UUIDS[0]].host == LOST
     assert list(cloud.placement.consumers[UUIDS[0]]['allocations']) == [
-        rp(owner)]
-    assert not [e for e in cloud.events if e[0] == 'nova']
+        rp(LOST)]
     del cloud.events[:]
 
     second = takeover_.adopt(context, LOST)
     assert second['adopted'] == [UUIDS[0]]
-    # Nothing moved twice.
-    expected = [('nova', UUIDS[0], owner, owner,
-                 cloud.compute_nodes[rp(owner)].id)]
-    if failing == 'mark':
-        expected.insert(0, ('mark', UUIDS[0], owner))
-    assert cloud.events == expected
+    assert cloud.events == [
+        ('allocation', UUIDS[0], [rp(owner)]), ('mark', UUIDS[0], owner),
+        ('nova', UUIDS[0], owner, owner, cloud.compute_nodes[rp(owner)].id)]
+
+
+def test_a_save_whose_answer_was_lost_keeps_what_moved(cloud, context):
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    owner = owner_of(LOST)
+    takeover_ = cloud.takeover(owner)
+    real = cloud.instances[0].save.side_effect
+
+    def saved_then_lost(**kwargs):
+        real(**kwargs)
+        raise RuntimeError('connection reset')
+
+    cloud.instances[0].save.side_effect = saved_then_lost
+    with pytest.raises(RuntimeError):
+        takeover_.adopt(context, LOST)
+    assert cloud.database_hosts[UUIDS[0]] == owner
     assert cloud.nodes[UUIDS[0]].host == owner
+    assert list(cloud.placement.consumers[UUIDS[0]]['allocations']) == [
+        rp(owner)]
+
+
+def test_nothing_is_given_back_when_nova_cannot_say(cloud, context):
+    # A crash would leave the same: the next run repairs it if the host
+    # stays lost.
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    owner = owner_of(LOST)
+    cloud.save_errors.append(RuntimeError('database gone'))
+    cloud.read_errors.append(RuntimeError('database gone'))
+    with pytest.raises(RuntimeError):
+        cloud.takeover(owner).adopt(context, LOST)
+    assert cloud.nodes[UUIDS[0]].host == owner
+    assert list(cloud.placement.consumers[UUIDS[0]]['allocations']) == [
+        rp(owner)]
 
 
 def test_a_task_started_before_the_save_gives_all_back(cloud, context):
@@ -776,6 +835,59 @@ def test_unfinished_tasks_end_in_error_and_are_adopted(
         ('allocation', UUIDS[0], [rp(owner)]),
         ('mark', UUIDS[0], owner),
         ('nova', UUIDS[0], owner, owner, node.id)]
+
+
+def _revived(cloud, task='rebuilding', age=60, host=LIVE[0],
+             fault_task=None):
+    """An instance whose ended task a stale request brought back.
+
+    A takeover ended its task; the lost host's stale request saved it
+    again: ERROR, with that task.
+    """
+    then = timeutils.utcnow() - datetime.timedelta(seconds=age)
+    instance = cloud.boot(UUIDS[0], host=host, vm_state='error',
+                          task_state=task)
+    instance.updated_at = then
+    instance.fault = objects.InstanceFault(
+        message='Build of instance %s aborted: compute host %s was lost '
+                '(down for 12 s) during %s' % (
+                    UUIDS[0], LOST, fault_task or task),
+        created_at=then - datetime.timedelta(seconds=5))
+    cloud.actions[UUIDS[0]] = [objects.InstanceAction(
+        action='rebuild', start_time=then - datetime.timedelta(seconds=60))]
+    return instance
+
+
+def test_a_task_a_stale_request_revived_is_ended_again(cloud, context):
+    instance = _revived(cloud)
+    assert cloud.takeover(LIVE[0]).run(context) == []
+    assert (instance.vm_state, instance.task_state) == ('error', None)
+    assert cloud.events == [
+        ('state', UUIDS[0], 'error', None, None, ['rebuilding'])]
+
+
+@pytest.mark.parametrize('how', [
+    # Just revived: the lost host's request may still be running.
+    {'age': 5},
+    # Another task than the one the takeover ended.
+    {'fault_task': 'rebooting'},
+    # Another host's instance: its own service looks after it.
+    {'host': LIVE[1]},
+])
+def test_live_tasks_are_left_alone(cloud, context, how):
+    instance = _revived(cloud, **how)
+    cloud.takeover(LIVE[0]).run(context)
+    assert instance.task_state == 'rebuilding'
+    assert cloud.events == []
+
+
+def test_a_new_request_since_the_takeover_is_left_alone(cloud, context):
+    instance = _revived(cloud)
+    cloud.actions[UUIDS[0]].append(objects.InstanceAction(
+        action='rebuild', start_time=timeutils.utcnow()))
+    cloud.takeover(LIVE[0]).run(context)
+    assert instance.task_state == 'rebuilding'
+    assert cloud.events == []
 
 
 def test_the_fault_says_why_the_host_is_lost(cloud, context, conf):
