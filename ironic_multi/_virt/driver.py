@@ -27,6 +27,8 @@ Nova:
 - ``instances``: this service's instances and their power states;
 - ``errors``: our errors as the Nova exceptions the manager expects;
 - ``takeover``: adopting the instances of a lost compute service;
+- ``left_tasks``: tasks Nova left on an instance after their request
+  failed;
 - ``unsupported``: what bare metal cannot do.
 """
 
@@ -48,6 +50,7 @@ from ironic_multi._virt import diagnostics
 from ironic_multi._virt import errors
 from ironic_multi._virt import host as host_mod
 from ironic_multi._virt import instances
+from ironic_multi._virt import left_tasks
 from ironic_multi._virt import metadata
 from ironic_multi._virt import takeover
 from ironic_multi._virt import unsupported
@@ -113,6 +116,11 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             self._reserver.add_periodic(
                 'takeover', self._takeover.run,
                 CONF.ironic_multi.pool_refresh_interval)
+        # Nova leaves some tasks on an instance after their request
+        # failed (a request queued for a restarted compute).
+        self._reserver.add_periodic(
+            'left tasks', self._end_left_tasks,
+            CONF.ironic_multi.pool_refresh_interval)
         # Nodes claimed by a version without ownership marks get this
         # group's mark from the service that owns their instance: at
         # start, and at each refresh until Nova could be asked once.
@@ -130,6 +138,9 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                  'node %(uuid)s, %(provider)s node provider)',
                  {'host': host, 'uuid': host_mod.compute_node_uuid(host),
                   'provider': self._reserver.provider.name})
+
+    def _end_left_tasks(self):
+        left_tasks.end(nova_context.get_admin_context(), self._host)
 
     def _own_instances(self):
         if self._owned:

@@ -101,7 +101,6 @@ host.
 """
 
 import collections
-import re
 import time
 
 from keystoneauth1 import exceptions as ks_exc
@@ -133,10 +132,6 @@ LOCK_NAME = 'takeover.%s'
 INVENTORY_VERSION = '1.26'
 # The reason in the fault of a task that a takeover ended.
 _LOST = 'compute host %s was lost (%s) during %s'
-_LOST_DURING = re.compile(r'compute host \S+ was lost \(.*\) during (\S+)$')
-# Seconds a task that a stale request revived stays untouched before it is
-# ended again: the lost host's request fails within a second.
-REVIVED_GRACE = 30
 # The fields of a Nova instance that an adoption moves.
 _MOVED = ('host', 'node', 'compute_id')
 # Why a host is not taken over: its nova-compute process lives.
@@ -391,7 +386,6 @@ class Takeover(object):
             LOG.debug('Host %s is not up in Nova: it adopts nothing',
                       self.host)
             return []
-        self.end_revived_tasks(context)
         reports = []
         for source, why in sorted(survey.lost.items()):
             adopter = self.adopter(source, survey.down)
@@ -405,60 +399,6 @@ class Takeover(object):
             except exception.TakeoverRefused as e:
                 LOG.info('%s', e)
         return reports
-
-    def end_revived_tasks(self, context):
-        """End again the tasks that a lost host's stale request revived.
-
-        A takeover ends the task a lost host left (ERROR, no task, a fault
-        saying so).  When that host comes back it still runs the requests
-        queued for it meanwhile; the one for the ended task fails on
-        Nova's check of the task state, and Nova's error handling then
-        saves the instance with that task again (the change of the failed
-        save is still pending in the object).  No service works on it, and
-        the server would show the task for good.  Such an instance, on
-        this host in Nova: ERROR, the task its latest fault says a
-        takeover ended, no instance action since that fault, untouched for
-        ``REVIVED_GRACE`` seconds.
-
-        :returns: the UUIDs of the instances whose task was ended.
-        """
-        ended = []
-        instances = objects.InstanceList.get_by_filters(
-            context, {'host': self.host, 'vm_state': vm_states.ERROR,
-                      'deleted': False}, expected_attrs=['fault'])
-        now = timeutils.utcnow().replace(tzinfo=None)
-        for instance in instances:
-            task = instance.task_state
-            fault = instance.fault if instance.obj_attr_is_set(
-                'fault') else None
-            if not task or fault is None:
-                continue
-            found = _LOST_DURING.search(fault.message or '')
-            if found is None or found.group(1) != task:
-                continue
-            since = _naive(fault.created_at)
-            touched = _naive(instance.updated_at or fault.created_at)
-            if (now - touched).total_seconds() < REVIVED_GRACE:
-                continue
-            actions = objects.InstanceActionList.get_by_instance_uuid(
-                context, instance.uuid)
-            if any(_naive(a.start_time) > since for a in actions):
-                continue  # A new request: its task is a live one.
-            instance.task_state = None
-            try:
-                instance.save(expected_task_state=[task])
-            except _INSTANCE_ERRORS as e:
-                LOG.info('Instance %(instance)s: task %(task)s not ended: '
-                         '%(error)s', {'instance': instance.uuid,
-                                       'task': task,
-                                       'error': _first_line(e)})
-                continue
-            LOG.warning('Instance %(instance)s: ended its task %(task)s '
-                        'again; a takeover had ended it, and a stale '
-                        'request of the lost host brought it back',
-                        {'instance': instance.uuid, 'task': task})
-            ended.append(instance.uuid)
-        return ended
 
     def serve(self, request):
         """The operator request ``adopt`` (``instances adopt``).
@@ -864,10 +804,6 @@ class Takeover(object):
             LOG.debug('Host %(host)s found nothing to adopt on %(source)s',
                       {'host': self.host, 'source': source})
         self._last_skipped[source] = dict(result['skipped'])
-
-
-def _naive(moment):
-    return moment.replace(tzinfo=None)
 
 
 def _down_for(service, now):

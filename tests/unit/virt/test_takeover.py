@@ -276,12 +276,7 @@ class Cloud(object):
                             self._instances)
         monkeypatch.setattr(objects.Instance, 'get_by_uuid',
                             self._instance_in_the_database)
-        monkeypatch.setattr(objects.InstanceList, 'get_by_filters',
-                            self._filtered)
-        monkeypatch.setattr(objects.InstanceActionList,
-                            'get_by_instance_uuid', self._actions)
-        # {uuid: [InstanceAction]}
-        self.actions = {}
+
         # {uuid: host} as Nova's database has it (saves that landed).
         self.database_hosts = {}
         monkeypatch.setattr(compute_utils, 'add_instance_fault_from_exc',
@@ -298,16 +293,6 @@ class Cloud(object):
 
     def _instances(self, context, host, expected_attrs=None):
         return [i for i in self.instances if i.host == host]
-
-    def _filtered(self, context, filters, expected_attrs=None):
-        assert filters == {'host': filters['host'], 'vm_state': 'error',
-                           'deleted': False}
-        assert expected_attrs == ['fault']
-        return [i for i in self.instances if i.host == filters['host']
-                and i.vm_state == 'error']
-
-    def _actions(self, context, uuid):
-        return list(self.actions.get(uuid, ()))
 
     def _instance_in_the_database(self, context, uuid, expected_attrs=None):
         if self.read_errors:
@@ -835,59 +820,6 @@ def test_unfinished_tasks_end_in_error_and_are_adopted(
         ('allocation', UUIDS[0], [rp(owner)]),
         ('mark', UUIDS[0], owner),
         ('nova', UUIDS[0], owner, owner, node.id)]
-
-
-def _revived(cloud, task='rebuilding', age=60, host=LIVE[0],
-             fault_task=None):
-    """An instance whose ended task a stale request brought back.
-
-    A takeover ended its task; the lost host's stale request saved it
-    again: ERROR, with that task.
-    """
-    then = timeutils.utcnow() - datetime.timedelta(seconds=age)
-    instance = cloud.boot(UUIDS[0], host=host, vm_state='error',
-                          task_state=task)
-    instance.updated_at = then
-    instance.fault = objects.InstanceFault(
-        message='Build of instance %s aborted: compute host %s was lost '
-                '(down for 12 s) during %s' % (
-                    UUIDS[0], LOST, fault_task or task),
-        created_at=then - datetime.timedelta(seconds=5))
-    cloud.actions[UUIDS[0]] = [objects.InstanceAction(
-        action='rebuild', start_time=then - datetime.timedelta(seconds=60))]
-    return instance
-
-
-def test_a_task_a_stale_request_revived_is_ended_again(cloud, context):
-    instance = _revived(cloud)
-    assert cloud.takeover(LIVE[0]).run(context) == []
-    assert (instance.vm_state, instance.task_state) == ('error', None)
-    assert cloud.events == [
-        ('state', UUIDS[0], 'error', None, None, ['rebuilding'])]
-
-
-@pytest.mark.parametrize('how', [
-    # Just revived: the lost host's request may still be running.
-    {'age': 5},
-    # Another task than the one the takeover ended.
-    {'fault_task': 'rebooting'},
-    # Another host's instance: its own service looks after it.
-    {'host': LIVE[1]},
-])
-def test_live_tasks_are_left_alone(cloud, context, how):
-    instance = _revived(cloud, **how)
-    cloud.takeover(LIVE[0]).run(context)
-    assert instance.task_state == 'rebuilding'
-    assert cloud.events == []
-
-
-def test_a_new_request_since_the_takeover_is_left_alone(cloud, context):
-    instance = _revived(cloud)
-    cloud.actions[UUIDS[0]].append(objects.InstanceAction(
-        action='rebuild', start_time=timeutils.utcnow()))
-    cloud.takeover(LIVE[0]).run(context)
-    assert instance.task_state == 'rebuilding'
-    assert cloud.events == []
 
 
 def test_the_fault_says_why_the_host_is_lost(cloud, context, conf):

@@ -1,0 +1,101 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Tasks left on an instance after their request failed, ended.
+
+A nova-compute that restarts (or comes back after a takeover) first ends
+the tasks its instances were in (Nova's ``init_host`` sets a rebuilding
+instance to ERROR, a takeover ends a lost host's tasks), then runs the
+requests queued for it meanwhile.  The request for such a task fails on
+Nova's check of the task state (``UnexpectedTaskStateError``), and Nova's
+error handling then saves the instance with the task again: the change of
+the failed save is still pending in the object, and the error handling
+saves without expecting a state.  Nobody works on it any more, and the
+server shows ``REBUILD`` (or its other task) for good; only an operator's
+``reset-state`` would end it.  The chaos run on the multi-process cloud
+found it (a rebuild queued for a compute stopped with SIGTERM).
+
+:func:`end` finds such instances on this host: ERROR, a task set, and the
+latest instance action of the instance finished, with an event in error,
+at least ``grace`` seconds ago.  A request in progress has an event not
+finished yet; a new request has a newer action.  It ends the task (the
+state stays ERROR, as Nova's error handling left it), expecting the task
+it read.
+"""
+
+from nova.compute import vm_states
+from nova import exception as nova_exception
+from nova import objects
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+LOG = logging.getLogger(__name__)
+
+# Seconds after the failed request's end before its task counts as left:
+# Nova saved the task back before the event ended.
+GRACE = 30
+
+
+def end(context, host, grace=GRACE):
+    """End the tasks left on ``host``'s instances; returns their UUIDs."""
+    ended = []
+    now = timeutils.utcnow().replace(tzinfo=None)
+    instances = objects.InstanceList.get_by_filters(
+        context, {'host': host, 'vm_state': vm_states.ERROR,
+                  'deleted': False}, expected_attrs=[])
+    for instance in instances:
+        task = instance.task_state
+        if not task:
+            continue
+        failed = _failed_request(context, instance.uuid, now, grace)
+        if failed is None:
+            continue
+        instance.task_state = None
+        try:
+            instance.save(expected_task_state=[task])
+        except (nova_exception.UnexpectedTaskStateError,
+                nova_exception.InstanceNotFound) as e:
+            LOG.debug('Task %(task)s of instance %(instance)s changed '
+                      'meanwhile: %(error)s',
+                      {'task': task, 'instance': instance.uuid, 'error': e})
+            continue
+        LOG.warning('Instance %(instance)s: ended its task %(task)s, left '
+                    'after its request failed (%(action)s, request '
+                    '%(request)s: %(event)s in error)',
+                    dict(failed, instance=instance.uuid, task=task))
+        ended.append(instance.uuid)
+    return ended
+
+
+def _failed_request(context, instance_uuid, now, grace):
+    """The latest action if it ended in error ``grace`` s ago, or None."""
+    actions = objects.InstanceActionList.get_by_instance_uuid(
+        context, instance_uuid)
+    if not actions:
+        return None
+    latest = max(actions, key=lambda a: _naive(a.start_time))
+    events = objects.InstanceActionEventList.get_by_action(context,
+                                                           latest.id)
+    if not events or any(e.finish_time is None for e in events):
+        return None
+    errors = [e for e in events if e.result == 'Error']
+    ended = max(_naive(e.finish_time) for e in events)
+    if not errors or (now - ended).total_seconds() < grace:
+        return None
+    return {'action': latest.action, 'request': latest.request_id,
+            'event': errors[-1].event}
+
+
+def _naive(moment):
+    return moment.replace(tzinfo=None)

@@ -1,0 +1,160 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""Tasks Nova left on an instance after their request failed.
+
+Nova's objects are doubles: the instances of the host, their actions and
+their events, as lists the tests build.
+"""
+
+import datetime
+
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from oslo_utils import timeutils
+import pytest
+
+from ironic_multi._virt import left_tasks
+from tests.unit.virt import fakes
+
+HOST = 'compute-1'
+UUID = fakes.INSTANCE
+
+
+def _ago(seconds):
+    return timeutils.utcnow() - datetime.timedelta(seconds=seconds)
+
+
+class Nova(object):
+    def __init__(self, monkeypatch):
+        self.instances = []
+        self.actions = {}
+        self.events = {}
+        self.saved = []
+        monkeypatch.setattr(objects.InstanceList, 'get_by_filters',
+                            self._instances)
+        monkeypatch.setattr(objects.InstanceActionList,
+                            'get_by_instance_uuid', self._actions)
+        monkeypatch.setattr(objects.InstanceActionEventList,
+                            'get_by_action', self._events)
+
+    def _instances(self, context, filters, expected_attrs=None):
+        assert filters == {'host': HOST, 'vm_state': 'error',
+                           'deleted': False}
+        return [i for i in self.instances if i.host == filters['host']
+                and i.vm_state == 'error']
+
+    def _actions(self, context, uuid):
+        return self.actions.get(uuid, [])
+
+    def _events(self, context, action_id):
+        return self.events.get(action_id, [])
+
+    def instance(self, task='rebuilding', vm_state='error', host=HOST,
+                 save_error=None):
+        instance = fakes.instance(UUID, host=host, vm_state=vm_state,
+                                  task_state=task)
+
+        def save(expected_task_state=None):
+            if save_error is not None:
+                raise save_error
+            self.saved.append((instance.uuid, instance.task_state,
+                               expected_task_state))
+
+        instance.save.side_effect = save
+        self.instances.append(instance)
+        return instance
+
+    def action(self, action_id, started, *events, request='req-1'):
+        """An action and its events: ``(name, result, finished ago)``."""
+        self.actions.setdefault(UUID, []).append(objects.InstanceAction(
+            id=action_id, action='rebuild', request_id=request,
+            start_time=_ago(started)))
+        self.events[action_id] = [objects.InstanceActionEvent(
+            event=name, result=result,
+            finish_time=None if ago is None else _ago(ago))
+            for name, result, ago in events]
+
+
+@pytest.fixture
+def nova(monkeypatch):
+    return Nova(monkeypatch)
+
+
+@pytest.fixture
+def context():
+    return nova_context.get_admin_context()
+
+
+def test_a_task_left_after_its_request_failed_is_ended(nova, context):
+    # Queued for a compute that restarted: its init_host set the instance
+    # to ERROR, the request failed on the task check, and Nova's error
+    # handling saved the task back.
+    instance = nova.instance()
+    nova.action(1, 120, ('compute_rebuild_instance', 'Error', 60))
+    assert left_tasks.end(context, HOST) == [UUID]
+    assert instance.task_state is None and instance.vm_state == 'error'
+    assert nova.saved == [(UUID, None, ['rebuilding'])]
+
+
+@pytest.mark.parametrize('events', [
+    # Still in progress.
+    [('compute_rebuild_instance', None, None)],
+    # Ended well.
+    [('compute_rebuild_instance', 'Success', 60)],
+    # Ended in error a moment ago: Nova may still be saving.
+    [('compute_rebuild_instance', 'Error', 5)],
+    # No event yet: the request waits in the compute's queue.
+    [],
+])
+def test_live_or_fresh_requests_are_left_alone(nova, context, events):
+    instance = nova.instance()
+    nova.action(1, 120, *events)
+    assert left_tasks.end(context, HOST) == []
+    assert instance.task_state == 'rebuilding' and nova.saved == []
+
+
+def test_a_newer_request_is_what_counts(nova, context):
+    # A rebuild of the ERROR server, asked for after the failed one.
+    instance = nova.instance()
+    nova.action(1, 300, ('compute_rebuild_instance', 'Error', 240))
+    nova.action(2, 10, request='req-2')
+    assert left_tasks.end(context, HOST) == []
+    assert instance.task_state == 'rebuilding'
+
+
+@pytest.mark.parametrize('fields', [
+    {'task': None},
+    {'vm_state': 'active'},
+    {'host': 'compute-2'},
+])
+def test_only_error_instances_with_a_task_on_this_host(nova, context,
+                                                       fields):
+    nova.instance(**fields)
+    nova.action(1, 120, ('compute_rebuild_instance', 'Error', 60))
+    assert left_tasks.end(context, HOST) == [] and nova.saved == []
+
+
+def test_a_task_changed_meanwhile_wins(nova, context):
+    nova.instance(save_error=nova_exception.UnexpectedTaskStateError(
+        instance_uuid=UUID, expected=['rebuilding'], actual='rebuilding'))
+    nova.action(1, 120, ('compute_rebuild_instance', 'Error', 60))
+    assert left_tasks.end(context, HOST) == []
+
+
+def test_an_instance_without_actions_is_left_alone(nova, context):
+    instance = nova.instance()
+    assert left_tasks.end(context, HOST) == []
+    assert instance.task_state == 'rebuilding'
