@@ -16,8 +16,8 @@
 
 Every service reports the **whole** cluster, one inventory per Ironic
 resource class, so that the scheduler may pick any service for any
-request.  Placement subtracts the allocations of this service's own
-instances (``used``); ``reserved`` hides the rest of what is not free::
+request.  Placement subtracts the allocations against this service's
+provider (``used``); ``reserved`` hides the rest of what is not free::
 
     total    = nodes of the class that can serve an instance (all shards)
     reserved = total - free - used            (clamped to 0..total)
@@ -26,6 +26,14 @@ instances (``used``); ``reserved`` hides the rest of what is not free::
 so each provider's free count converges to the cluster's true free count
 instead of K services over-reporting it K times.  With max_unit 1 every
 instance takes one node.
+
+``used`` is what placement itself counts on the provider
+(:func:`used_in_placement`), not what the instances on the host should
+hold: Nova drops the allocation of an instance whose rebuild failed on
+its own host (it treats the failure as an evacuation's), and the
+instance, still on the host, would otherwise count one node free too
+many for good.  The instances' flavors (:func:`used_by_flavors`) stand in
+when placement cannot be read.
 """
 
 import re
@@ -46,6 +54,8 @@ _TRAIT_NAME = re.compile(r'^[A-Z0-9_]{1,255}$')
 # COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA): kept as they are.
 _NOVA_OWNED = ('COMPUTE_', 'OWNER_')
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
+# Placement microversion of GET /resource_providers/{uuid}/usages.
+USAGES_VERSION = '1.9'
 
 
 def used_by_flavors(flavors):
@@ -66,6 +76,28 @@ def used_by_flavors(flavors):
                 continue
             used[name] = used.get(name, 0) + amount
     return used
+
+
+def used_in_placement(client, provider_uuid):
+    """``{resource class: units}`` allocated against the provider, or None.
+
+    :param client: Nova's SchedulerReportClient (the compute manager's).
+    :returns: None when placement cannot say (logged at DEBUG).
+    """
+    try:
+        answer = client.get('/resource_providers/%s/usages' % provider_uuid,
+                            version=USAGES_VERSION)
+    except Exception as e:
+        LOG.debug('Cannot read the usages of provider %(provider)s: '
+                  '%(error)s', {'provider': provider_uuid, 'error': e})
+        return None
+    if not answer:
+        LOG.debug('Cannot read the usages of provider %(provider)s: HTTP '
+                  '%(status)s', {'provider': provider_uuid,
+                                 'status': answer.status_code})
+        return None
+    return {rc: units for rc, units in answer.json()['usages'].items()
+            if units}
 
 
 def inventory(cluster, used):

@@ -195,7 +195,14 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         the free count between refreshes.  And nothing here runs under the
         resource tracker's lock, where builds queue.
         """
-        used = capacity.used_by_flavors(capacity.flavors_on_host(self._host))
+        used = None
+        client = getattr(self.virtapi, 'reportclient', None)
+        if client is not None:
+            used = capacity.used_in_placement(
+                client, host_mod.compute_node_uuid(self._host))
+        if used is None:
+            used = capacity.used_by_flavors(
+                capacity.flavors_on_host(self._host))
         self._inventory = capacity.inventory(reserver.cluster_capacity(),
                                              used)
         reserver.publish_extra(inventory=self._inventory)

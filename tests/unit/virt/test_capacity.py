@@ -87,6 +87,42 @@ def test_used_by_flavors_counts_custom_resources():
     assert capacity.used_by_flavors(flavors) == {BM: 2, 'CUSTOM_GOLD': 1}
 
 
+class _Answer(object):
+    def __init__(self, status_code, usages=None):
+        self.status_code = status_code
+        self._usages = usages
+
+    def __bool__(self):
+        return self.status_code < 400
+
+    def json(self):
+        return {'usages': self._usages, 'resource_provider_generation': 3}
+
+
+class _Placement(object):
+    def __init__(self, answer):
+        self.answer = answer
+        self.calls = []
+
+    def get(self, url, version=None, global_request_id=None):
+        self.calls.append((url, version))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def test_used_in_placement_is_what_placement_counts():
+    client = _Placement(_Answer(200, {BM: 2, 'CUSTOM_GOLD': 0}))
+    assert capacity.used_in_placement(client, 'rp-1') == {BM: 2}
+    assert client.calls == [('/resource_providers/rp-1/usages', '1.9')]
+
+
+@pytest.mark.parametrize('answer', [_Answer(404), _Answer(503),
+                                    RuntimeError('connection refused')])
+def test_used_in_placement_unknown(answer):
+    assert capacity.used_in_placement(_Placement(answer), 'rp-1') is None
+
+
 def test_provider_traits_keeps_nova_traits_and_replaces_the_rest():
     current = {'COMPUTE_NODE', 'COMPUTE_STATUS_DISABLED', 'OWNER_NOVA',
                'CUSTOM_GONE', 'HW_CPU_X86_SSE'}

@@ -331,6 +331,26 @@ def test_update_provider_tree(drv, reserver, tree):
     assert reserver.extra['inventory'] == expected
 
 
+def test_placement_counts_what_this_host_uses(drv, reserver, tree):
+    # An instance on this host whose allocation Nova dropped (a rebuild
+    # that failed on its own host): placement counts one, Nova's
+    # database two.  The free count must stay Ironic's.
+    usages = mock.Mock(status_code=200, __bool__=lambda self: True)
+    usages.json.return_value = {'usages': {'CUSTOM_BAREMETAL': 1}}
+    drv.virtapi = mock.Mock(reportclient=mock.Mock(
+        get=mock.Mock(return_value=usages)))
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+    flavors = [{'extra_specs': fakes.BAREMETAL_SPECS}] * 2
+    with mock.patch.object(capacity, 'flavors_on_host',
+                           return_value=flavors) as on_host:
+        reserver.refresh()
+        drv.update_provider_tree(tree, fakes.HOST)
+    on_host.assert_not_called()
+    inventory = tree.data(fakes.HOST).inventory['CUSTOM_BAREMETAL']
+    # Placement's free: 10 - 5 - 1 = 4, Ironic's.
+    assert (inventory['total'], inventory['reserved']) == (10, 5)
+
+
 def test_update_provider_tree_follows_the_refreshes(drv, reserver, tree):
     with mock.patch.object(capacity, 'flavors_on_host', return_value=[]):
         reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
