@@ -433,6 +433,8 @@ def test_the_leader_at_a_moment():
     # Nova reverted the stop's task: the server is as it was.
     ({'status': 'ACTIVE'}, 'SHUTOFF', True, 'failed'),
     ({'status': 'ACTIVE'}, None, True, 'failed'),
+    # Deleted by its compute, a moment before it is gone.
+    ({'status': 'DELETED'}, None, True, 'ok'),
     # A boot still waiting (or stranded): not an action's end.
     ({'status': 'BUILD'}, 'ACTIVE', False, None),
 ])

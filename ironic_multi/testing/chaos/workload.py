@@ -392,9 +392,12 @@ def _outcome(server, until, acting=False):
     """
     if server is None:
         return OK if until is None else ERROR
+    status = server['status']
+    if until is None and status == 'DELETED':
+        # Deleted, and not yet gone from the database.
+        return OK
     if server.get('OS-EXT-STS:task_state'):
         return None
-    status = server['status']
     if status == 'ERROR':
         return ERROR
     if until is not None and status == until:
