@@ -75,6 +75,43 @@ def _etcd3_still_owner(lock):
     return answer.get('succeeded', False) is True
 
 
+def release(lock):
+    """Give ``lock`` up; if the backend cannot take it, let it expire.
+
+    tooz's etcd3 lock keeps a lock whose release failed (etcd did not
+    answer, or the key is another's now) among those its heartbeat
+    renews: the lease would never expire, and nobody could take the lock
+    again until this process ends (the chaos run's etcd restart showed a
+    group without a leader for good).  It is dropped from there, so its
+    lease expires within the lock's timeout.  Other drivers drop it
+    themselves.
+
+    :returns: whether the backend released it.
+    :raises tooz.ToozError: the backend failed (the lock will expire).
+    """
+    released = False
+    try:
+        released = bool(lock.release())
+        return released
+    finally:
+        if not released:
+            forget(lock)
+
+
+def forget(lock):
+    """Stop renewing ``lock`` (tooz's etcd3 driver): it expires."""
+    if type(lock).__module__ != 'tooz.drivers.etcd3gw':
+        return
+    try:
+        lock._coord._acquired_locks.discard(lock)
+    except Exception as e:
+        # tooz's private attributes may change in any release of it.
+        LOG.warning('Cannot stop renewing lock %(name)s (%(type)s: '
+                    '%(error)s): it may outlive this member\'s lead',
+                    {'name': lock.name, 'type': type(e).__name__,
+                     'error': e})
+
+
 class Leadership(object):
     """Whether this member leads ``role``; ask before each pass.
 
@@ -168,8 +205,10 @@ class Leadership(object):
     def _release(self, lock):
         try:
             self._membership.call('releasing the %s lock' % self._role,
-                                  lock.release)
+                                  release, lock)
         except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            # The call may still be waiting for the backend.
+            forget(lock)
             LOG.warning('Could not give up the lead of %(role)s cleanly '
                         '(%(error)s); it expires with the membership',
                         {'role': self._role, 'error': e})

@@ -523,8 +523,9 @@ class Takeover(object):
     def _release(self, lock):
         try:
             self._reserver.membership.call('releasing a takeover lock',
-                                           lock.release)
+                                           leader.release, lock)
         except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+            leader.forget(lock)
             LOG.warning('Could not release the takeover lock (%s); it '
                         'expires with the membership', e)
 

@@ -76,3 +76,35 @@ def test_a_paused_leader_learns_that_it_lost_the_lock(backend):
         first.stop()
         second.stop()
         coordination_servers.delete_group(backend, group)
+
+
+def test_a_lead_given_up_while_etcd_was_away_is_taken_by_another():
+    """The chaos run's etcd restart left the group without a leader.
+
+    The leader could not confirm its lead with etcd away, stood down, and
+    its release failed; tooz's etcd3 driver went on renewing the lock's
+    lease, and nobody could take the lock again while that process lived.
+    """
+    server = coordination_servers.EtcdServer()
+    if server.binary is None:
+        pytest.skip('etcd is not installed (Debian package etcd-server)')
+    group = 'leader-test-%s' % uuid.uuid4().hex[:8]
+    with server:
+        first = _member(server.url, group, 'first')
+        second = _member(server.url, group, 'second')
+        try:
+            stood_down = leader.Leadership(first, 'housekeeper')
+            other = leader.Leadership(second, 'housekeeper')
+            assert stood_down.try_lead()
+            server.stop()
+            with pytest.raises(exception.LeadershipLost):
+                stood_down.confirm()
+            assert not stood_down.leading
+            server.start()
+            # Its lock expires within its timeout once nobody renews it.
+            wait_for(other.try_lead, TIMEOUT * 10, 'the other member to '
+                     'lead')
+            other.confirm()
+        finally:
+            first.stop()
+            second.stop()

@@ -208,3 +208,35 @@ def test_etcd3_an_unexpected_error_is_unknown_and_stands_down(
     named_it = [r for r in caplog.records if named in r.getMessage()]
     assert len(named_it) == 1, caplog.text
     assert named_it[0].levelno == logging.WARNING
+
+
+@pytest.mark.parametrize('answer', [
+    etcd3_exc.ConnectionFailedError(), {'succeeded': False}],
+    ids=['etcd-unreachable', 'key-now-anothers'])
+def test_etcd3_a_lock_not_released_is_renewed_no_more(member, answer):
+    """tooz's etcd3 heartbeat renews every lock of _acquired_locks.
+
+    A lock whose release failed stayed there: its lease was renewed for
+    as long as the process lived, and nobody could lead again.
+    """
+    etcd = Etcd3()
+    lead = leading(member, etcd.lock)
+    assert etcd.lock in etcd.lock._coord._acquired_locks
+
+    def release(txn):
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    etcd.client.transaction.side_effect = release
+    lead.resign()
+    assert not lead.leading
+    assert etcd.lock not in etcd.lock._coord._acquired_locks
+
+
+def test_etcd3_a_released_lock_is_tooz_s_to_forget(member):
+    etcd = Etcd3()
+    lead = leading(member, etcd.lock)
+    lead.resign()
+    assert etcd.lock not in etcd.lock._coord._acquired_locks
+    assert etcd.client.transaction.call_count == 2  # acquire, release
