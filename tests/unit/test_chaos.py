@@ -442,3 +442,20 @@ def test_operation_outcomes(server, until, acting, outcome):
     from ironic_multi.testing.chaos import workload
 
     assert workload._outcome(server, until, acting) == outcome
+
+
+def test_play_acts_in_order_and_stops():
+    import threading
+
+    done = []
+    stopping = threading.Event()
+    schedule.play([0.0, 0.05, 0.1], lambda at: at, stopping, done.append)
+    assert done == [0.0, 0.05, 0.1]
+
+    def act(item):
+        done.append(item)
+        stopping.set()
+
+    done.clear()
+    schedule.play([0.0, 0.05], lambda at: at, stopping, act)
+    assert done == [0.0]

@@ -136,16 +136,13 @@ class Injector(object):
 
     def run(self, plan, stopping):
         """Inject each fault at its time, until ``stopping``."""
-        started = time.monotonic()
-        for fault in plan:
-            delay = started + fault.start - time.monotonic()
-            if stopping.wait(max(0.0, delay)):
-                return
-            thread = threading.Thread(target=self._inject, args=(fault,),
-                                      name='chaos-%s' % fault.kind,
-                                      daemon=True)
-            self.threads.append(thread)
-            thread.start()
+        schedule.play(plan, lambda fault: fault.start, stopping, self._start)
+
+    def _start(self, fault):
+        thread = threading.Thread(target=self._inject, args=(fault,),
+                                  name='chaos-%s' % fault.kind, daemon=True)
+        self.threads.append(thread)
+        thread.start()
 
     def join(self, timeout):
         deadline = time.monotonic() + timeout

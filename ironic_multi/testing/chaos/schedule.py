@@ -20,6 +20,7 @@ cloud makes of them depends on timing, as it does in production).
 
 import dataclasses
 import random
+import time
 
 # Fault kinds.  A compute's process: SIGKILL while it claims, deploys or
 # tears down (restarted after a while, as an init system would); SIGSTOP
@@ -215,3 +216,16 @@ def plan_operations(seed, seconds, flavors):
         kind = rng.choices(kinds, weights)[0]
         flavor = rng.choice(flavors) if kind in (BOOT, BURST) else None
         plan.append(Operation(len(plan), round(at, 2), kind, flavor))
+
+
+def play(plan, at, stopping, act):
+    """``act(item)`` for each item of ``plan`` at its time, in order.
+
+    :param at: ``f(item)``: seconds from now when the item is due.
+    :param stopping: a threading.Event; nothing more is done once set.
+    """
+    started = time.monotonic()
+    for item in plan:
+        if stopping.wait(max(0.0, started + at(item) - time.monotonic())):
+            return
+        act(item)

@@ -177,12 +177,9 @@ class Workload(object):
 
     def run(self, plan, stopping):
         """Submit each planned operation at its time, until ``stopping``."""
-        started = time.monotonic()
-        for operation in plan:
-            delay = started + operation.at - time.monotonic()
-            if stopping.wait(max(0.0, delay)):
-                return
-            self.submit(self._planned, operation)
+        schedule.play(plan, lambda operation: operation.at, stopping,
+                      lambda operation: self.submit(self._planned,
+                                                    operation))
 
     def _planned(self, operation):
         rng = random.Random('%s-%d' % (self.seed, operation.index))
