@@ -18,8 +18,10 @@ The run itself needs the multi-process cloud: tests/cloud/test_chaos.py.
 """
 
 import collections
+import contextlib
 import itertools
 import time
+from unittest import mock
 
 import pytest
 
@@ -373,6 +375,14 @@ def test_lines_about(log_dir):
     assert found['i-1'].startswith('nova-compute-compute-2.log: ')
 
 
+def test_count(log_dir):
+    (log_dir / 'ironic.log').write_text(
+        'x DBConnectionError\ny\nz DBConnectionError again\n')
+    assert logscan.count(str(log_dir), 'DBConnectionError',
+                         pattern='ironic.log') == 2
+    assert logscan.count(str(log_dir), 'DBConnectionError') == 0
+
+
 class _Service(object):
     def __init__(self, running):
         self.running = running
@@ -459,3 +469,68 @@ def test_play_acts_in_order_and_stops():
     done.clear()
     schedule.play([0.0, 0.05], lambda at: at, stopping, act)
     assert done == [0.0]
+
+
+class _LockedIronic(object):
+    """Nodes whose locks come and go as ``answers`` say, one per listing."""
+
+    def __init__(self, answers):
+        self._answers = list(answers)
+
+    def list_nodes(self, fields):
+        assert set(fields) == {'uuid', 'reservation'}
+        answer = self._answers.pop(0) if len(self._answers) > 1 else \
+            self._answers[0]
+        return [{'uuid': node, 'reservation': holder}
+                for node, holder in answer.items()]
+
+
+class _Supervisor(object):
+    def __init__(self):
+        self.held = []
+
+    def down(self, name):
+        self.held.append(name)
+        return contextlib.nullcontext()
+
+
+def _run_with_ironic(monkeypatch, tmp_path, answers):
+    from ironic_multi.testing.chaos import run
+
+    monkeypatch.setattr(run, 'STALE_LOCK_SECONDS', 0.2)
+    monkeypatch.setattr(run.time, 'sleep', lambda seconds: None)
+    (tmp_path / 'ironic.log').write_text('ERROR DBConnectionError\n')
+    chaos = run.ChaosRun(run.Options(minutes=1, seed=3,
+                                     output=str(tmp_path)))
+    chaos.cloud = mock.Mock(ironic=_LockedIronic(answers),
+                            log_dir=str(tmp_path))
+    chaos.supervisor = _Supervisor()
+    chaos._free_stale_ironic_locks()
+    return chaos
+
+
+def test_a_lock_ironic_keeps_after_the_faults_restarts_it(
+        monkeypatch, tmp_path):
+    chaos = _run_with_ironic(monkeypatch, tmp_path, [
+        {'n1': 'localhost', 'n2': 'localhost'},
+        # n2's task ends; n1's lock stays for good.
+        {'n1': 'localhost'}])
+    chaos.cloud.restart.assert_called_once_with('ironic')
+    assert chaos.supervisor.held == ['ironic']
+    (excused,) = chaos.history.excused
+    assert excused['subject'] == 'node n1'
+    assert 'conductor localhost' in excused['why']
+    assert excused['evidence'] == ('ironic.log: 1 DBConnectionError '
+                                   'line(s) in the run')
+
+
+@pytest.mark.parametrize('answers', [
+    [{}],
+    # Locks that move on are tasks at work.
+    [{'n1': 'localhost'}, {}],
+    [{'n1': 'localhost'}, {'n1': 'other'}],
+])
+def test_locks_that_end_leave_ironic_alone(monkeypatch, tmp_path, answers):
+    chaos = _run_with_ironic(monkeypatch, tmp_path, answers)
+    chaos.cloud.restart.assert_not_called()
+    assert chaos.history.excused == []

@@ -207,6 +207,15 @@ def lines_about(log_dir, subjects, text, pattern=NOVA_LOGS):
     return found
 
 
+def count(log_dir, text, pattern=NOVA_LOGS):
+    """How many lines of the logs hold ``text``."""
+    total = 0
+    for path in glob.glob(os.path.join(log_dir, pattern)):
+        with open(path, errors='replace') as f:
+            total += sum(1 for line in f if text in line)
+    return total
+
+
 def leadership(log_dir, pattern=NOVA_LOGS, role='housekeeper'):
     """``[(wall, member, 'leads' | 'stands down')]`` sorted by time."""
     events = []

@@ -97,8 +97,8 @@ def print_report(result, console=None):
                           '%s at %.0f s' % (r['service'], r['t'])
                           for r in run['respawns']), highlight=False)
     for excused in run['excused']:
-        console.print('Not counted: server %s: %s\n  %s' % (
-            excused['server'], excused['why'], excused['evidence']),
+        console.print('Not counted: %s: %s\n  %s' % (
+            excused['subject'], excused['why'], excused['evidence']),
             highlight=False)
 
     found = collections.Counter(v['invariant'] for v in run['violations'])

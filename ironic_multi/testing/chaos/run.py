@@ -70,6 +70,9 @@ LEAK_TIMEOUT = ORPHAN_GRACE + 3 * HOUSEKEEPING_INTERVAL + 60
 CAPACITY_TIMEOUT = 120
 # What Nova's compute manager logs when it gives up a build's reschedule.
 NOVA_STRANDED = 'Successfully reverted task state from scheduling on failure'
+# Seconds a node may stay locked by Ironic's conductor once the faults
+# stop: fake hardware's tasks take a second or two.
+STALE_LOCK_SECONDS = 60
 
 
 @dataclasses.dataclass
@@ -205,6 +208,7 @@ class ChaosRun(object):
             history.violation(invariants.BOUNDED, 'faults still running '
                               'after the run: %s' % ', '.join(late))
         self._heal()
+        self._free_stale_ironic_locks()
         self.workload.wait()
         cloud.wait_for_computes(cloud.computes)
         deadline = time.monotonic() + SETTLE_TIMEOUT
@@ -236,6 +240,47 @@ class ChaosRun(object):
                 # A stopped one would not say: wake it up all the same.
                 service.send_signal(signal.SIGCONT)
 
+    def _free_stale_ironic_locks(self):
+        """Restart Ironic if its conductor keeps locks it no longer uses.
+
+        A conductor that loses its database in the middle of a task
+        cannot write the release of the node's lock, and frees its own
+        locks only when it starts again (Ironic frees the locks of dead
+        conductors only): Ironic refuses every change to the node with
+        409 until then, the group's release included.  What an operator
+        does about it (doc/source/failures.rst), the run does too, and
+        says so; the nodes' leaks and marks are checked after.
+        """
+        def locked():
+            return {n['uuid']: n['reservation']
+                    for n in self.cloud.ironic.list_nodes(
+                        fields=('uuid', 'reservation'))
+                    if n.get('reservation')}
+
+        stale = locked()
+        deadline = time.monotonic() + STALE_LOCK_SECONDS
+        while stale and time.monotonic() < deadline:
+            time.sleep(2)
+            now = locked()
+            stale = {node: holder for node, holder in stale.items()
+                     if now.get(node) == holder}
+        if not stale:
+            return
+        lost = logscan.count(self.cloud.log_dir, 'DBConnectionError',
+                             pattern='ironic.log')
+        for node, holder in sorted(stale.items()):
+            self.history.excused.append({
+                'subject': 'node %s' % node,
+                'why': 'Ironic\'s conductor %s kept it locked %d s after '
+                       'the faults; Ironic restarted, as an operator would'
+                       % (holder, STALE_LOCK_SECONDS),
+                'evidence': 'ironic.log: %d DBConnectionError line(s) in '
+                            'the run' % lost})
+        LOG.warning('Ironic keeps %d node(s) locked after the faults (%s): '
+                    'restarting it', len(stale), ', '.join(sorted(stale)))
+        with self.supervisor.down('ironic'):
+            self.cloud.restart('ironic')
+
     def _stranded_by_nova(self, servers):
         """``{server id: evidence}`` of builds Nova itself left in BUILD.
 
@@ -259,7 +304,7 @@ class ChaosRun(object):
         history = self.history
         for server_id, evidence in sorted(stranded.items()):
             history.excused.append({
-                'server': server_id, 'evidence': evidence,
+                'subject': 'server %s' % server_id, 'evidence': evidence,
                 'why': 'Nova left it in BUILD: its reschedule failed '
                        '(no host, no task, nothing of the driver\'s)'})
         history.violations[:] = [
