@@ -156,6 +156,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def cleanup_host(self, host):
         if self._reserver is not None:
+            LOG.info('Host %s is stopping: leaving the coordination group, '
+                     'its shard keys move to the other members', host)
             self._reserver.stop()
 
     @property
