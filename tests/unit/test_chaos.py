@@ -534,3 +534,71 @@ def test_locks_that_end_leave_ironic_alone(monkeypatch, tmp_path, answers):
     chaos = _run_with_ironic(monkeypatch, tmp_path, answers)
     chaos.cloud.restart.assert_not_called()
     assert chaos.history.excused == []
+
+
+class _Answer(object):
+    def __init__(self, request):
+        self.ok = request is not None
+        self._request = request
+
+    def json(self):
+        return {'instanceActions': [
+            {'action': 'stop', 'request_id': 'req-other'},
+            {'action': 'create', 'request_id': self._request}]}
+
+
+def _stranding_run(tmp_path, requests):
+    from ironic_multi.testing.chaos import run
+
+    chaos = run.ChaosRun(run.Options(minutes=1, seed=3,
+                                     output=str(tmp_path)))
+    compute = mock.Mock()
+    compute.get.side_effect = lambda path, **kw: _Answer(
+        requests.get(path.split('/')[2]))
+    chaos.cloud = mock.Mock(log_dir=str(tmp_path))
+    chaos.cloud.connection.return_value.compute = compute
+    return chaos
+
+
+def test_builds_nova_stranded_are_told_by_its_logs(tmp_path):
+    (tmp_path / 'nova-compute-compute-1.log').write_text(
+        HEAD % (1, 'INFO', 'nova.compute.manager') + '[instance: s1] '
+        'Successfully reverted task state from None on failure for '
+        'instance.\n')
+    (tmp_path / 'nova-conductor.log').write_text(
+        '2026-11-25 12:00:02.000 4242 ERROR nova.conductor.manager [None '
+        'req-r2 u p - - default default] Failed to schedule instances: '
+        'oslo_db.exception.DBConnectionError: (2003, "Can\'t connect")\n')
+    chaos = _stranding_run(tmp_path, {'s2': 'req-r2', 's4': 'req-r4'})
+    servers = [
+        {'id': 's1', 'status': 'BUILD', 'host': None, 'task_state': None},
+        {'id': 's2', 'status': 'BUILD', 'host': None,
+         'task_state': 'scheduling'},
+        # On a host: the driver's, judged.
+        {'id': 's3', 'status': 'BUILD', 'host': 'compute-1',
+         'task_state': None},
+        # Nova said nothing about it.
+        {'id': 's4', 'status': 'BUILD', 'host': None,
+         'task_state': 'scheduling'},
+        {'id': 's5', 'status': 'BUILD', 'host': None,
+         'task_state': 'networking'},
+    ]
+    found = chaos._stranded_by_nova(servers)
+    assert sorted(found) == ['s1', 's2']
+    assert found['s1'].startswith('nova-compute-compute-1.log: ')
+    assert 'Failed to schedule instances' in found['s2']
+
+
+def test_violations_about_stranded_builds_are_forgiven(tmp_path):
+    chaos = _stranding_run(tmp_path, {})
+    history = chaos.history
+    history.violation(invariants.BOUNDED, 'boot of s1: still BUILD after '
+                      '300 s')
+    chaos._excuse({'s1': 'nova-conductor.log: Failed to schedule'})
+    # Later checks find it again; the verdict drops them all.
+    history.violation(invariants.SETTLED, 'server x (s1) is BUILD')
+    history.violation(invariants.SETTLED, 'server y (s2) is BUILD')
+    chaos._forgive()
+    assert [v['detail'] for v in history.violations] == [
+        'server y (s2) is BUILD']
+    assert [e['subject'] for e in history.excused] == ['server s1']

@@ -68,8 +68,12 @@ SETTLE_TIMEOUT = 360
 # tear down it starts.
 LEAK_TIMEOUT = ORPHAN_GRACE + 3 * HOUSEKEEPING_INTERVAL + 60
 CAPACITY_TIMEOUT = 120
-# What Nova's compute manager logs when it gives up a build's reschedule.
-NOVA_STRANDED = 'Successfully reverted task state from scheduling on failure'
+# What Nova logs when a build fails before any driver has it and its own
+# error handling cannot save the failure (its database is away): the
+# compute manager reverts the task state, or the conductor gives up
+# scheduling (a line that names the request, not the instance).
+NOVA_STRANDED = 'Successfully reverted task state from'
+NOVA_UNSCHEDULED = 'Failed to schedule instances'
 # Seconds a node may stay locked by Ironic's conductor once the faults
 # stop: fake hardware's tasks take a second or two.
 STALE_LOCK_SECONDS = 60
@@ -121,6 +125,8 @@ class ChaosRun(object):
         self.options = options
         self.history = history_mod.History(options.seed)
         self.window = options.minutes * 60
+        # {server id: evidence} of builds Nova itself stranded.
+        self.stranded = {}
 
     def plans(self, computes):
         """The faults and the operations of this run's seed."""
@@ -284,32 +290,51 @@ class ChaosRun(object):
     def _stranded_by_nova(self, servers):
         """``{server id: evidence}`` of builds Nova itself left in BUILD.
 
-        A build that fails on a compute is rescheduled through the
-        conductor; when that fails too (the database restarting), Nova's
-        compute manager reverts the task state and leaves the server in
-        BUILD with no host and no task, for good: nothing of this driver's
-        is involved (no host, hence no driver), and only an operator's
-        reset ends it.  Each needs that line of the compute's log.
+        A build that fails while Nova's database restarts can leave its
+        server in BUILD with no host for good: the compute manager could
+        not save the build's start (or its reschedule failed) and reverted
+        the task state, or the conductor could not schedule it and could
+        not save that either (the server stays ``scheduling``).  Nothing
+        of this driver's is involved (no host, hence no driver), and only
+        an operator's reset ends it.  Each needs Nova's line about it.
         """
         candidates = {s['id'] for s in servers
                       if s['status'] == 'BUILD' and not s.get('host')
-                      and not s.get('task_state')}
+                      and s.get('task_state') in (None, 'scheduling')}
         if not candidates:
             return {}
-        return logscan.lines_about(self.cloud.log_dir, candidates,
-                                   NOVA_STRANDED)
+        found = logscan.lines_about(self.cloud.log_dir, candidates,
+                                    NOVA_STRANDED)
+        requests = {}
+        compute = self.cloud.connection(cloud_mod.ADMIN_CLOUD).compute
+        for server_id in candidates - set(found):
+            request = workload_mod.create_request(compute, server_id)
+            if request:
+                requests[request] = server_id
+        unscheduled = logscan.lines_about(
+            self.cloud.log_dir, set(requests), NOVA_UNSCHEDULED)
+        found.update((requests[request], line)
+                     for request, line in unscheduled.items())
+        return found
 
     def _excuse(self, stranded):
-        """Move what Nova stranded out of the violations, with why."""
-        history = self.history
+        """Say what Nova stranded, with why; :meth:`_forgive` drops it."""
+        self.stranded.update(stranded)
         for server_id, evidence in sorted(stranded.items()):
-            history.excused.append({
+            self.history.excused.append({
                 'subject': 'server %s' % server_id, 'evidence': evidence,
-                'why': 'Nova left it in BUILD: its reschedule failed '
-                       '(no host, no task, nothing of the driver\'s)'})
-        history.violations[:] = [
-            v for v in history.violations
-            if not any(s in v['detail'] for s in stranded)]
+                'why': 'Nova left it in BUILD: its own error handling '
+                       'failed (no host, nothing of the driver\'s)'})
+
+    def _forgive(self):
+        """Out of the violations: those about servers Nova stranded.
+
+        Each later check finds them again (still BUILD, their boots never
+        ended), so they go at the verdict.
+        """
+        self.history.violations[:] = [
+            v for v in self.history.violations
+            if not any(s in v['detail'] for s in self.stranded)]
 
     def _servers(self):
         return workload_mod.server_dicts(
@@ -463,6 +488,7 @@ class ChaosRun(object):
                                  'from %s to %s' % (leader, member))
 
     def _verdict(self, errors):
+        self._forgive()
         untyped = [e for e in errors if logscan.classify(e) ==
                    logscan.UNTYPED]
         for record in untyped:

@@ -416,6 +416,18 @@ def server_dicts(compute):
             for s in answer.json()['servers']]
 
 
+def create_request(compute, server_id):
+    """The request ID of the server's create action (None if unknown)."""
+    answer = compute.get('/servers/%s/os-instance-actions' % server_id,
+                         microversion=MICROVERSION, timeout=API_TIMEOUT)
+    if not answer.ok:
+        return None
+    for action in answer.json()['instanceActions']:
+        if action['action'] == 'create':
+            return action['request_id']
+    return None
+
+
 def node_truth(nodes):
     """Free nodes per resource class (:func:`checks.ironic_truth`)."""
     return {rc: counts['free']
