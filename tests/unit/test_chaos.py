@@ -536,27 +536,15 @@ def test_locks_that_end_leave_ironic_alone(monkeypatch, tmp_path, answers):
     assert chaos.history.excused == []
 
 
-class _Answer(object):
-    def __init__(self, request):
-        self.ok = request is not None
-        self._request = request
-
-    def json(self):
-        return {'instanceActions': [
-            {'action': 'stop', 'request_id': 'req-other'},
-            {'action': 'create', 'request_id': self._request}]}
-
-
 def _stranding_run(tmp_path, requests):
     from ironic_multi.testing.chaos import run
 
     chaos = run.ChaosRun(run.Options(minutes=1, seed=3,
                                      output=str(tmp_path)))
-    compute = mock.Mock()
-    compute.get.side_effect = lambda path, **kw: _Answer(
-        requests.get(path.split('/')[2]))
     chaos.cloud = mock.Mock(log_dir=str(tmp_path))
-    chaos.cloud.connection.return_value.compute = compute
+    for server_id, request in sorted(requests.items()):
+        chaos.history.operation(schedule.BOOT, server=server_id,
+                                create_request=request)
     return chaos
 
 

@@ -294,9 +294,11 @@ class ChaosRun(object):
         server in BUILD with no host for good: the compute manager could
         not save the build's start (or its reschedule failed) and reverted
         the task state, or the conductor could not schedule it and could
-        not save that either (the server stays ``scheduling``).  Nothing
-        of this driver's is involved (no host, hence no driver), and only
-        an operator's reset ends it.  Each needs Nova's line about it.
+        not save that either (the server stays ``scheduling``; its
+        instance never reached a cell, and the boot's request ID names
+        it).  Nothing of this driver's is involved (no host, hence no
+        driver), and only an operator's reset ends it.  Each needs Nova's
+        line about it.
         """
         candidates = {s['id'] for s in servers
                       if s['status'] == 'BUILD' and not s.get('host')
@@ -305,12 +307,10 @@ class ChaosRun(object):
             return {}
         found = logscan.lines_about(self.cloud.log_dir, candidates,
                                     NOVA_STRANDED)
-        requests = {}
-        compute = self.cloud.connection(cloud_mod.ADMIN_CLOUD).compute
-        for server_id in candidates - set(found):
-            request = workload_mod.create_request(compute, server_id)
-            if request:
-                requests[request] = server_id
+        requests = {op['create_request']: op['server']
+                    for op in self.history.operations
+                    if op.get('create_request')
+                    and op['server'] in candidates - set(found)}
         unscheduled = logscan.lines_about(
             self.cloud.log_dir, set(requests), NOVA_UNSCHEDULED)
         found.update((requests[request], line)

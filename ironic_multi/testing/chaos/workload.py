@@ -278,6 +278,9 @@ class Workload(object):
         with self._lock:
             self.created[server_id] = name
         record['server'] = server_id
+        # Nova's logs name it where a failure names no instance (a build
+        # whose scheduling failed before the instance reached a cell).
+        record['create_request'] = _request_id(answer)
         return server_id, record
 
     def boot(self, flavor_name, origin='workload', host=None):
@@ -414,18 +417,6 @@ def server_dicts(compute):
              'host': s.get('OS-EXT-SRV-ATTR:host'),
              'project_id': s.get('tenant_id')}
             for s in answer.json()['servers']]
-
-
-def create_request(compute, server_id):
-    """The request ID of the server's create action (None if unknown)."""
-    answer = compute.get('/servers/%s/os-instance-actions' % server_id,
-                         microversion=MICROVERSION, timeout=API_TIMEOUT)
-    if not answer.ok:
-        return None
-    for action in answer.json()['instanceActions']:
-        if action['action'] == 'create':
-            return action['request_id']
-    return None
 
 
 def node_truth(nodes):
