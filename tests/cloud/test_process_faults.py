@@ -110,8 +110,8 @@ def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
             left_at = ring.when('leave', host)
         service.stop()
         # Nova stops its RPC server first (seconds), then waits for the
-        # tasks in progress (a CI run measured 1.9 s), then calls
-        # cleanup_host.
+        # tasks in progress, then calls cleanup_host: only the last is
+        # the driver's.
         shutdown = faults.logged_at(service, SHUTDOWN_STARTS)
         cleanup = faults.logged_at(service, CLEANUP_STARTS)
         left, own = left_at - signalled, left_at - cleanup
