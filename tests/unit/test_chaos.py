@@ -557,7 +557,15 @@ def test_builds_nova_stranded_are_told_by_its_logs(tmp_path):
         '2026-11-25 12:00:02.000 4242 ERROR nova.conductor.manager [None '
         'req-r2 u p - - default default] Failed to schedule instances: '
         'oslo_db.exception.DBConnectionError: (2003, "Can\'t connect")\n')
-    chaos = _stranding_run(tmp_path, {'s2': 'req-r2', 's4': 'req-r4'})
+    with open(tmp_path / 'nova-conductor.log', 'a') as f:
+        f.write('2026-11-25 12:00:03.000 4242 ERROR oslo_messaging.rpc.'
+                'server [None req-r6 u p - - default default] Exception '
+                'during message handling: oslo_db.exception.'
+                'DBConnectionError: (2013, \'Lost connection\')\n'
+                '2026-11-25 12:00:04.000 4242 INFO nova.conductor.manager '
+                '[None req-r4 u p - - default default] fine\n')
+    chaos = _stranding_run(tmp_path, {'s2': 'req-r2', 's4': 'req-r4',
+                                      's6': 'req-r6'})
     servers = [
         {'id': 's1', 'status': 'BUILD', 'host': None, 'task_state': None},
         {'id': 's2', 'status': 'BUILD', 'host': None,
@@ -570,9 +578,11 @@ def test_builds_nova_stranded_are_told_by_its_logs(tmp_path):
          'task_state': 'scheduling'},
         {'id': 's5', 'status': 'BUILD', 'host': None,
          'task_state': 'networking'},
+        {'id': 's6', 'status': 'BUILD', 'host': None,
+         'task_state': 'scheduling'},
     ]
     found = chaos._stranded_by_nova(servers)
-    assert sorted(found) == ['s1', 's2']
+    assert sorted(found) == ['s1', 's2', 's6']
     assert found['s1'].startswith('nova-compute-compute-1.log: ')
     assert 'Failed to schedule instances' in found['s2']
 

@@ -73,7 +73,8 @@ CAPACITY_TIMEOUT = 120
 # compute manager reverts the task state, or the conductor gives up
 # scheduling (a line that names the request, not the instance).
 NOVA_STRANDED = 'Successfully reverted task state from'
-NOVA_UNSCHEDULED = 'Failed to schedule instances'
+NOVA_CONDUCTOR_ERROR = ' ERROR '
+NOVA_CONDUCTOR_LOG = 'nova-conductor.log'
 # Seconds a node may stay locked by Ironic's conductor once the faults
 # stop: fake hardware's tasks take a second or two.
 STALE_LOCK_SECONDS = 60
@@ -293,12 +294,13 @@ class ChaosRun(object):
         A build that fails while Nova's database restarts can leave its
         server in BUILD with no host for good: the compute manager could
         not save the build's start (or its reschedule failed) and reverted
-        the task state, or the conductor could not schedule it and could
-        not save that either (the server stays ``scheduling``; its
-        instance never reached a cell, and the boot's request ID names
-        it).  Nothing of this driver's is involved (no host, hence no
-        driver), and only an operator's reset ends it.  Each needs Nova's
-        line about it.
+        the task state, or the conductor failed on it (``Failed to
+        schedule instances``, or its RPC server's ``Exception during
+        message handling``) and could not save that either: the server
+        stays ``scheduling``, its instance never reached a cell, and the
+        conductor's ERROR under the boot's request ID names it.  Nothing
+        of this driver's is involved (no host, hence no driver), and only
+        an operator's reset ends it.  Each needs Nova's line about it.
         """
         candidates = {s['id'] for s in servers
                       if s['status'] == 'BUILD' and not s.get('host')
@@ -312,7 +314,8 @@ class ChaosRun(object):
                     if op.get('create_request')
                     and op['server'] in candidates - set(found)}
         unscheduled = logscan.lines_about(
-            self.cloud.log_dir, set(requests), NOVA_UNSCHEDULED)
+            self.cloud.log_dir, set(requests), NOVA_CONDUCTOR_ERROR,
+            pattern=NOVA_CONDUCTOR_LOG)
         found.update((requests[request], line)
                      for request, line in unscheduled.items())
         return found
