@@ -70,8 +70,8 @@ LEAK_TIMEOUT = ORPHAN_GRACE + 3 * HOUSEKEEPING_INTERVAL + 60
 CAPACITY_TIMEOUT = 120
 # What Nova logs when a build fails before any driver has it and its own
 # error handling cannot save the failure (its database is away): the
-# compute manager reverts the task state, or the conductor gives up
-# scheduling (a line that names the request, not the instance).
+# compute manager reverts the task state, or the conductor logs an ERROR
+# (under the boot's request, not the instance).
 NOVA_STRANDED = 'Successfully reverted task state from'
 NOVA_CONDUCTOR_ERROR = ' ERROR '
 NOVA_CONDUCTOR_LOG = 'nova-conductor.log'
