@@ -98,6 +98,24 @@ def release(lock):
             forget(lock)
 
 
+def give_up(membership, lock, what):
+    """Release ``lock`` through ``membership``, or let it expire.
+
+    Never raises: a lock the backend did not take back expires with the
+    membership (:func:`release`).
+
+    :param what: the lock, for the logs (``'the housekeeping lock'``).
+    """
+    try:
+        membership.call('releasing %s' % what, release, lock)
+    except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+        # The call may still be waiting for the backend.
+        forget(lock)
+        LOG.warning('Could not release %(what)s cleanly (%(error)s); it '
+                    'expires with the membership',
+                    {'what': what, 'error': e})
+
+
 def forget(lock):
     """Stop renewing ``lock`` (tooz's etcd3 driver): it expires."""
     if type(lock).__module__ != 'tooz.drivers.etcd3gw':
@@ -203,12 +221,4 @@ class Leadership(object):
             self._release(lock)
 
     def _release(self, lock):
-        try:
-            self._membership.call('releasing the %s lock' % self._role,
-                                  release, lock)
-        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
-            # The call may still be waiting for the backend.
-            forget(lock)
-            LOG.warning('Could not give up the lead of %(role)s cleanly '
-                        '(%(error)s); it expires with the membership',
-                        {'role': self._role, 'error': e})
+        give_up(self._membership, lock, 'the %s lock' % self._role)

@@ -521,13 +521,7 @@ class Takeover(object):
                                         'this service\'s')
 
     def _release(self, lock):
-        try:
-            self._reserver.membership.call('releasing a takeover lock',
-                                           leader.release, lock)
-        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
-            leader.forget(lock)
-            LOG.warning('Could not release the takeover lock (%s); it '
-                        'expires with the membership', e)
+        leader.give_up(self._reserver.membership, lock, 'a takeover lock')
 
     def _adopt(self, context, source, lock, why):
         result = {'host': self.host, 'from': source, 'adopted': [],

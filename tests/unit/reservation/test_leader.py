@@ -30,6 +30,7 @@ from kazoo import exceptions as kazoo_exc
 from kazoo.handlers import threading as kazoo_threading
 from kazoo.recipe import lock as kazoo_lock
 import pytest
+from tooz import coordination as tooz_coordination
 from tooz.drivers import etcd3gw as tooz_etcd3
 from tooz.drivers import zookeeper as tooz_zookeeper
 
@@ -240,3 +241,34 @@ def test_etcd3_a_released_lock_is_tooz_s_to_forget(member):
     lead.resign()
     assert etcd.lock not in etcd.lock._coord._acquired_locks
     assert etcd.client.transaction.call_count == 2  # acquire, release
+
+
+@pytest.mark.parametrize('error', [
+    tooz_coordination.ToozConnectionError('etcd is down'),
+    exception.CoordinationUnavailable(url='etcd3+http://x', reason='down'),
+], ids=['tooz', 'membership'])
+def test_a_lock_that_cannot_be_given_up_is_let_expire(caplog, error):
+    """The housekeeping lead and takeover locks share this way out."""
+    membership_ = mock.Mock()
+    membership_.call.side_effect = error
+    lock = mock.Mock()
+    with mock.patch.object(leader, 'forget') as forget, caplog.at_level(
+            logging.WARNING, logger=leader.__name__):
+        leader.give_up(membership_, lock, 'a takeover lock')
+    membership_.call.assert_called_once_with(
+        'releasing a takeover lock', leader.release, lock)
+    forget.assert_called_once_with(lock)
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    assert record.getMessage().startswith(
+        'Could not release a takeover lock cleanly (')
+
+
+def test_a_lock_given_up_is_not_forgotten_twice():
+    membership_ = mock.Mock()
+    lock = mock.Mock()
+    with mock.patch.object(leader, 'forget') as forget:
+        leader.give_up(membership_, lock, 'the housekeeping lock')
+    membership_.call.assert_called_once_with(
+        'releasing the housekeeping lock', leader.release, lock)
+    forget.assert_not_called()
