@@ -61,7 +61,7 @@ def cloud(record_testsuite_property):
 
 @pytest.fixture
 def servers(cloud):
-    """Server ids a test created: deleted after it, their nodes freed."""
+    """Server ids a test created: deleted after it, their nodes cleaned."""
     created = []
     yield created
     admin = cloud.connection()
@@ -71,3 +71,5 @@ def servers(cloud):
     held = cloud.held_nodes()
     leaked = {s: held[s] for s in created if s in held}
     assert not leaked, 'nodes still held by deleted servers: %s' % leaked
+    # The next test starts with every freed node cleaned and counted.
+    cloud.wait_for_nodes_at_rest()

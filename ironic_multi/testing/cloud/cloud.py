@@ -30,6 +30,7 @@ import fixtures
 import requests
 import yaml
 
+from ironic_multi._reservation.providers.ironic import states as ironic_states
 from ironic_multi.testing import _net
 from ironic_multi.testing import _process
 from ironic_multi.testing.cloud import database
@@ -629,6 +630,27 @@ class Cloud(fixtures.Fixture):
                                  % (len(pending), timeout))
             if pending:
                 time.sleep(poll)
+
+    def wait_for_nodes_at_rest(self, timeout=SETTLE_TIMEOUT, poll=1):
+        """Until no Ironic node is being torn down or cleaned.
+
+        A deleted server's node is cleaned before it is free again, and
+        until then it counts in no capacity: a test that compares counts
+        right after deletes waits here first.  Returns the nodes.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes = self.ironic.list_nodes(
+                fields=('uuid', 'provision_state', 'resource_class'))
+            busy = collections.Counter(
+                n['provision_state'] for n in nodes
+                if n['provision_state'] in ironic_states.RELEASING)
+            if not busy:
+                return nodes
+            if time.monotonic() > deadline:
+                raise CloudError('Nodes still being released after %d s: %s'
+                                 % (timeout, dict(busy)))
+            time.sleep(poll)
 
     def held_nodes(self):
         """``{instance uuid: [node uuid, ...]}`` of the associated nodes."""
