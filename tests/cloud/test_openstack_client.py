@@ -78,10 +78,12 @@ def test_hypervisor_list_and_show(cloud):
 def test_inventory_equals_ironic(cloud, record_property):
     """Each compute reports every Ironic node of each class as its total.
 
-    A node being cleaned counts in no capacity, and an earlier test's
-    deletes may still be cleaning theirs: the counts are compared once
-    Ironic is at rest, and each compute gets one pool refresh and one
-    resource update to catch up.
+    Placement trails Ironic: each compute counts its shards at its pool
+    refresh, sums the others' counts at its own, and reports the sum at
+    its next resource update, and a node being torn down or cleaned
+    counts in no capacity.  So the counts are compared once Ironic is at
+    rest (an earlier test's deletes), and each compute gets one pool
+    refresh and one resource update to catch up.
     """
     at_rest = time.monotonic()
     counts = collections.Counter(
