@@ -600,3 +600,84 @@ def test_violations_about_stranded_builds_are_forgiven(tmp_path):
     assert [v['detail'] for v in history.violations] == [
         'server y (s2) is BUILD']
     assert [e['subject'] for e in history.excused] == ['server s1']
+
+
+def _workload(answers):
+    """A Workload whose server reads are ``answers``, one per poll."""
+    from ironic_multi.testing.chaos import workload
+
+    cloud = mock.Mock()
+    cloud.layout.flavors, cloud.layout.groups = [], []
+    ops = workload.Workload(cloud, history_mod.History(seed=1), mock.Mock(),
+                            seed=1, threads=1)
+    ops.server = mock.Mock(side_effect=answers)
+    return ops
+
+
+BUILDING = {'status': 'BUILD', 'OS-EXT-STS:task_state': 'scheduling',
+            'OS-EXT-SRV-ATTR:host': None}
+
+
+def test_a_build_given_up_as_stranded_is_waited_for_no_more(monkeypatch):
+    from ironic_multi.testing.chaos import workload
+
+    monkeypatch.setattr(workload, 'POLL', 0)
+    ops = _workload(itertools.repeat(BUILDING))
+    record = ops.history.operation(schedule.BOOT, server='s1')
+    ops.give_up({'s1': 'nova-conductor.log: Failed to schedule'})
+    assert ops.settle('s1', record, until='ACTIVE', bound=60) == (
+        workload.STRANDED)
+    assert record['detail'] == 'nova-conductor.log: Failed to schedule'
+    assert ops.history.violations == []
+
+
+def test_a_given_up_build_that_found_a_host_is_still_waited_for(
+        monkeypatch):
+    from ironic_multi.testing.chaos import workload
+
+    monkeypatch.setattr(workload, 'POLL', 0)
+    placed = dict(BUILDING, **{'OS-EXT-SRV-ATTR:host': 'compute-1',
+                               'OS-EXT-STS:task_state': 'spawning'})
+    ops = _workload([placed, placed, dict(placed, status='ACTIVE',
+                                          **{'OS-EXT-STS:task_state': None})])
+    record = ops.history.operation(schedule.BOOT, server='s1')
+    ops.give_up({'s1': 'an old line'})
+    assert ops.settle('s1', record, until='ACTIVE', bound=60) == workload.OK
+
+
+def test_a_build_not_given_up_times_out_as_a_violation(monkeypatch):
+    from ironic_multi.testing.chaos import workload
+
+    monkeypatch.setattr(workload, 'POLL', 0)
+    ops = _workload(itertools.repeat(BUILDING))
+    record = ops.history.operation(schedule.BOOT, server='s1')
+    assert ops.settle('s1', record, until='ACTIVE', bound=0.05) == (
+        workload.TIMEOUT)
+    assert [v['invariant'] for v in ops.history.violations] == [
+        invariants.BOUNDED]
+
+
+def test_the_settle_stops_waiting_for_stranded_builds(monkeypatch,
+                                                      tmp_path):
+    from ironic_multi.testing.chaos import run
+
+    (tmp_path / 'nova-conductor.log').write_text(
+        '2026-11-25 12:00:02.000 4242 ERROR nova.conductor.manager [None '
+        'req-r2 u p - - default default] Failed to schedule instances: '
+        'oslo_db.exception.DBConnectionError: (2003, "Can\'t connect")\n')
+    chaos = _stranding_run(tmp_path, {'s2': 'req-r2'})
+    monkeypatch.setattr(run, 'STRANDED_AFTER', 0)
+    monkeypatch.setattr(run, 'STRANDED_POLL', 0)
+    chaos.workload = mock.Mock()
+    # Not done until the stranded build is given up.
+    chaos.workload.wait.side_effect = lambda timeout: bool(
+        chaos.workload.give_up.called)
+    chaos._servers = mock.Mock(return_value=[
+        {'id': 's2', 'status': 'BUILD', 'host': None,
+         'task_state': 'scheduling'},
+        {'id': 's3', 'status': 'BUILD', 'host': None,
+         'task_state': 'scheduling'}])
+    chaos._wait_for_operations()
+    (stranded,), _kwargs = chaos.workload.give_up.call_args
+    assert sorted(stranded) == ['s2']
+    assert 'Failed to schedule instances' in stranded['s2']

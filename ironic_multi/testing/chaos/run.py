@@ -77,7 +77,12 @@ NOVA_CONDUCTOR_ERROR = ' ERROR '
 NOVA_CONDUCTOR_LOG = 'nova-conductor.log'
 # Seconds a node may stay locked by Ironic's conductor once the faults
 # stop: fake hardware's tasks take a second or two.
-STALE_LOCK_SECONDS = 60
+STALE_LOCK_SECONDS = 30
+# Seconds after the faults before a build in BUILD with no host, and
+# Nova's line about it, is taken as stranded: Nova retries nothing of it.
+STRANDED_AFTER = 30
+# Seconds between two looks for stranded builds while operations end.
+STRANDED_POLL = 5
 
 
 @dataclasses.dataclass
@@ -216,7 +221,7 @@ class ChaosRun(object):
                               'after the run: %s' % ', '.join(late))
         self._heal()
         self._free_stale_ironic_locks()
-        self.workload.wait()
+        self._wait_for_operations()
         cloud.wait_for_computes(cloud.computes)
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while True:
@@ -231,6 +236,31 @@ class ChaosRun(object):
         self._record(unsettled)
         history.recovery('everything settled after the faults',
                          history.clock() - _phase_start(history, 'settle'))
+
+    def _wait_for_operations(self):
+        """Until every operation ended, except builds Nova stranded.
+
+        An operation ends by itself within its bound; a stranded build
+        would take all of it, so once Nova has said so the wait ends.
+        """
+        healed = time.monotonic()
+        deadline = healed + workload_mod.BOUND + workload_mod.API_TIMEOUT
+        while not self.workload.wait(timeout=STRANDED_POLL):
+            if time.monotonic() > deadline:
+                LOG.warning('Operations still running %d s after the '
+                            'faults', deadline - healed)
+                return
+            if time.monotonic() - healed < STRANDED_AFTER:
+                continue
+            try:
+                stranded = self._stranded_by_nova(self._servers())
+            except Exception as e:
+                # Nova's API is not back yet: the operations still end
+                # within their own bounds.
+                LOG.debug('Cannot look for stranded builds: %s', e)
+                continue
+            if stranded:
+                self.workload.give_up(stranded)
 
     def _heal(self):
         """Every process running, every link healed, no proxy fault."""

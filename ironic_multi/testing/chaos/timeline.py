@@ -34,7 +34,8 @@ from ironic_multi.testing.chaos import schedule  # noqa: E402
 OUTCOME_COLORS = {'ok': 'tab:green', 'error': 'tab:orange',
                   'failed': 'tab:olive',
                   'refused': 'tab:gray', 'api-error': 'tab:purple',
-                  'timeout': 'black', None: 'tab:cyan'}
+                  'stranded': 'tab:brown', 'timeout': 'black',
+                  None: 'tab:cyan'}
 CLASS_COLORS = ('tab:blue', 'tab:brown', 'tab:olive', 'tab:pink')
 FAULT_COLOR = 'tab:red'
 VIOLATION_COLOR = 'red'

@@ -31,6 +31,10 @@ recorded in the history with one of these outcomes:
     Nova's API answered 4xx (the server was busy, or already gone);
 ``api-error``
     Nova's API answered 5xx or could not be reached (a fault on its way);
+``stranded``
+    a build Nova itself left in BUILD with no host, with Nova's own line
+    to say so (the run finds them, :meth:`Workload.give_up`): no longer
+    waited for;
 ``timeout``
     no outcome within the bound: a hang, a violation.
 
@@ -54,9 +58,9 @@ from ironic_multi.testing.cloud import cloud as cloud_mod
 
 LOG = logging.getLogger(__name__)
 
-OK, ERROR, FAILED, REFUSED, API_ERROR, TIMEOUT = (
-    'ok', 'error', 'failed', 'refused', 'api-error', 'timeout')
-OUTCOMES = (OK, ERROR, FAILED, REFUSED, API_ERROR, TIMEOUT)
+OK, ERROR, FAILED, REFUSED, API_ERROR, STRANDED, TIMEOUT = (
+    'ok', 'error', 'failed', 'refused', 'api-error', 'stranded', 'timeout')
+OUTCOMES = (OK, ERROR, FAILED, REFUSED, API_ERROR, STRANDED, TIMEOUT)
 # Microversion 2.74: a boot may name its host (administrators only).
 MICROVERSION = '2.95'
 # Seconds an operation may take before it counts as a hang: a build whose
@@ -100,6 +104,8 @@ class Workload(object):
         self._lock = threading.Lock()
         self._busy = set()
         self._futures = []
+        # {server id: Nova's line}: builds no longer waited for.
+        self._stranded = {}
         self.created = {}
         flavors = cloud.layout.flavors
         usable = sum(1 for node_group in cloud.layout.groups
@@ -165,10 +171,23 @@ class Workload(object):
             LOG.exception('Chaos operation %s failed', function.__name__)
 
     def wait(self, timeout=BOUND + API_TIMEOUT):
-        """Until every operation submitted so far has ended."""
+        """Until every operation submitted so far has ended.
+
+        :returns: whether they all have.
+        """
         with self._lock:
             pending = list(self._futures)
-        concurrent.futures.wait(pending, timeout=timeout)
+        _done, running = concurrent.futures.wait(pending, timeout=timeout)
+        return not running
+
+    def give_up(self, stranded):
+        """Stop waiting for builds Nova stranded: ``{server id: line}``.
+
+        Nothing will move them but an operator's reset; waiting for the
+        bound would only make the run longer.
+        """
+        with self._lock:
+            self._stranded.update(stranded)
 
     def close(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -336,6 +355,11 @@ class Workload(object):
             except _Answer:
                 server = server or {}  # Nova's API is down: keep waiting.
             else:
+                stranded = self._stranded.get(server_id)
+                if stranded and _unplaced_build(server):
+                    self.history.end(record, outcome=STRANDED,
+                                     detail=stranded)
+                    return STRANDED
                 acting = record.get('request') is not None
                 outcome = _outcome(server, until, acting)
                 if outcome == OK and acting and server is not None:
@@ -405,6 +429,12 @@ def _outcome(server, until, acting=False):
     if acting and status != 'BUILD':
         return FAILED
     return None
+
+
+def _unplaced_build(server):
+    """Whether ``server`` is a build with no host yet."""
+    return bool(server) and server.get('status') == 'BUILD' and not (
+        server.get('OS-EXT-SRV-ATTR:host'))
 
 
 def server_dicts(compute):
