@@ -77,6 +77,7 @@ from keystoneauth1 import loading as ks_loading  # noqa: E402
 # registered before its own, Nova does not tolerate duplicates.
 from nova import conf as nova_conf  # noqa: E402
 from nova import context as nova_context  # noqa: E402
+from nova import service as nova_service  # noqa: E402
 from nova.tests.functional.api import client as api_client  # noqa: E402
 from nova.tests.functional import integrated_helpers  # noqa: E402
 
@@ -379,6 +380,7 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
         self.useFixture(fixtures.MockPatch(
             'nova.tests.fixtures.nova.ReaderWriterLock',
             ReaderPreferringLock))
+        self._keep_executors_up()
         # Nova's test base makes its temporary directories (tempfile's,
         # HOME, the SQLite databases; the file:// coordination below) in
         # tempfile's directory: one that a later run reaps if this one
@@ -390,6 +392,41 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
         self.flavor_id = self._create_flavor(
             name='baremetal', memory_mb=4096, vcpu=2, disk=40, ephemeral=0,
             extra_spec=BAREMETAL_SPECS)
+
+    def _keep_executors_up(self):
+        """No service stop shuts down the executors, until every one ended.
+
+        ``Service.stop()`` returns before its manager's graceful shutdown
+        ends (here ``manager_shutdown_timeout`` is 0), and that thread
+        ends with ``shutdown_all_executors()``: the process-wide ones,
+        which the other services of this process still use.  Nova's
+        ServiceFixture makes that call a no-op only while the service's
+        fixture lives, so a shutdown still running when it goes shut them
+        down for good: Nova's executor fixture then fails the clean-up,
+        and every later service of the process could start no executor.
+        Set up before Nova's fixtures, this outlives them, and its
+        clean-up waits for the shutdowns first.
+        """
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.thread_pool_factory.shutdown_all_executors', lambda: None))
+        shutdowns = []
+        real = nova_service.Service._run_manager_graceful_shutdown
+
+        @functools.wraps(real)
+        def run_manager_graceful_shutdown(service):
+            before = set(threading.enumerate())
+            try:
+                return real(service)
+            finally:
+                # Python names a thread after its target: "Thread-7 (_run)".
+                shutdowns.extend(t for t in threading.enumerate()
+                                 if t not in before
+                                 and t.name.endswith('(_run)'))
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.service.Service._run_manager_graceful_shutdown',
+            run_manager_graceful_shutdown))
+        self.addCleanup(_join, shutdowns, THREADS_TIMEOUT)
 
     def _clear_attrs(self):
         # Nova's version deletes every public attribute after the test,
@@ -904,6 +941,17 @@ class NovaServices(fixtures.Fixture):
         if case is None or name.startswith('__'):
             raise AttributeError(name)
         return getattr(case, name)
+
+
+def _join(threads, timeout):
+    """Wait up to ``timeout`` seconds in all for ``threads`` to end."""
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0, deadline - time.monotonic()))
+    left = [t.name for t in threads if t.is_alive()]
+    if left:
+        LOG.warning('Graceful shutdowns still running after %d s: %s',
+                    timeout, ', '.join(left))
 
 
 def _run_cleanups(case):
