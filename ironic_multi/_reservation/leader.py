@@ -31,8 +31,11 @@ housekeeper asks it again before each destructive action
 (:meth:`Leadership.confirm`).
 """
 
+import typing
+
 from oslo_log import log as logging
 import tooz
+from tooz import locking
 
 from ironic_multi import exception
 
@@ -61,6 +64,27 @@ def still_owner(lock):
                     {'name': lock.name, 'type': type(e).__name__,
                      'error': e})
         return None
+
+
+def cannot_tell_owner(coordinator):
+    """Whether :func:`still_owner` can never answer for this driver's locks.
+
+    Then every leader stands down at its first check, and nobody ever
+    keeps house (tooz's ``ipc://`` locks).  The lock class is read from
+    the annotation of the driver's ``get_lock``: some drivers make no
+    lock before they start.  False when the annotation does not tell.
+    """
+    try:
+        lock_class = typing.get_type_hints(
+            type(coordinator).get_lock).get('return')
+    except Exception:
+        # An annotation that does not resolve: nothing to go by.
+        return False
+    if not (isinstance(lock_class, type)
+            and issubclass(lock_class, locking.Lock)):
+        return False
+    return (lock_class.is_still_owner is locking.Lock.is_still_owner
+            and lock_class.__module__ != 'tooz.drivers.etcd3gw')
 
 
 def _etcd3_still_owner(lock):

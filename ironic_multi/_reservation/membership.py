@@ -35,6 +35,7 @@ from oslo_utils import strutils
 import tooz
 from tooz import coordination
 
+from ironic_multi._reservation import leader
 from ironic_multi._reservation import worker
 from ironic_multi import exception
 
@@ -117,6 +118,48 @@ def _no_driver(url, error):
         url=redact(url), cause=reason)
 
 
+# The tooz drivers with both group membership and locks whose holder can
+# ask whether it still holds them.
+_SUITABLE = 'etcd3+http, redis, zookeeper, memcached or file'
+
+
+def _unsuitable(url, coordinator):
+    """ConfigInvalid if the URL's driver lacks what a group needs, or None.
+
+    tooz's ``mysql://``, ``postgresql://`` and ``kubernetes://`` drivers
+    have no group membership; its ``ipc://`` locks cannot say whether
+    they are still held, so no member could ever be sure it leads.
+    Neither fails before the first join or leadership check otherwise,
+    and then not as a configuration error.
+    """
+    scheme = urllib.parse.urlsplit(url).scheme
+    if type(coordinator).join_group is (
+            coordination.CoordinationDriver.join_group):
+        why = 'the "%s" tooz driver has no group membership' % scheme
+    elif leader.cannot_tell_owner(coordinator):
+        why = ('the "%s" tooz driver cannot tell a member whether it still '
+               'holds a lock, so no member could lead housekeeping'
+               % scheme)
+    else:
+        return None
+    reason = '%s (use %s)' % (why, _SUITABLE)
+    return exception.ConfigInvalid(
+        reason='coordination_url %s: %s' % (redact(url), reason),
+        url=redact(url), cause=reason)
+
+
+def _coordinator(url, member_id):
+    """tooz's coordinator for ``url``, or ConfigInvalid."""
+    try:
+        coordinator = coordination.get_coordinator(url, member_id.encode())
+    except (RuntimeError, ImportError, ValueError) as e:
+        raise _no_driver(url, e)
+    unsuitable = _unsuitable(url, coordinator)
+    if unsuitable is not None:
+        raise unsuitable
+    return coordinator
+
+
 # Where the client libraries connect when the URL names no port.  Their
 # own retries make a refused connection take a minute to surface (redis:
 # 15 tries by tooz, each retried with backoff by redis-py): a plain TCP
@@ -151,16 +194,13 @@ def check_backend(url, timeout):
     For tools that must not start anything on a URL that cannot work.
     Nothing is joined or created.
 
-    :raises ConfigInvalid: no installed driver serves the URL (``cause``
-        says why, ``url`` is the URL without its password).
+    :raises ConfigInvalid: no installed driver serves the URL, or it
+        cannot serve a group (``cause`` says why, ``url`` is the URL
+        without its password).
     :raises CoordinationUnavailable: the backend failed or did not answer
         within ``timeout`` seconds (``reason``, ``url``).
     """
-    try:
-        coordinator = coordination.get_coordinator(
-            url, make_member_id(OPERATOR_PREFIX + 'check').encode())
-    except (RuntimeError, ImportError, ValueError) as e:
-        raise _no_driver(url, e)
+    coordinator = _coordinator(url, make_member_id(OPERATOR_PREFIX + 'check'))
     _connectable(url, timeout)
 
     def probe():
@@ -306,14 +346,11 @@ class Membership:
             attempt goes on in the background (some drivers block a minute
             on an unreachable server) and CoordinationUnavailable is
             raised.  :attr:`started` tells when it has succeeded.
-        :raises ConfigInvalid: the URL names no usable driver.
+        :raises ConfigInvalid: the URL names no usable driver, or one
+            without group membership or lock ownership checks.
         :raises CoordinationUnavailable: the backend did not answer.
         """
-        try:
-            coordinator = coordination.get_coordinator(
-                self.url, self.member_id.encode())
-        except (RuntimeError, ImportError, ValueError) as e:
-            raise _no_driver(self.url, e)
+        coordinator = _coordinator(self.url, self.member_id)
         with self._lock:
             self._stopped = False
         if timeout is None:

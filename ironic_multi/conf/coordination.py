@@ -26,7 +26,9 @@ OPTS = [
              'share the Ironic shards. ``file://`` works on one host only '
              '(the embedded default); use ``etcd3+http://``, '
              '``redis://`` or ``zookeeper://`` when compute services run '
-             'on several hosts.'),
+             'on several hosts.  The ``mysql://``, ``postgresql://``, '
+             '``kubernetes://`` and ``ipc://`` drivers are refused: they '
+             'lack group membership or lock ownership checks.'),
     cfg.StrOpt(
         'coordination_group',
         default='ironic-multi',

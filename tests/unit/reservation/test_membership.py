@@ -18,10 +18,16 @@ import concurrent.futures
 import subprocess
 import sys
 import time
+import typing
+import urllib.parse
 
 from oslo_config import fixture as config_fixture
 import pytest
+from tooz import coordination
+from tooz.drivers import file as file_driver
+from tooz import locking
 
+from ironic_multi._reservation import leader
 from ironic_multi._reservation import membership
 from ironic_multi import conf
 from ironic_multi import exception
@@ -251,3 +257,72 @@ def test_check_backend_that_does_not_answer_is_bounded():
         assert raised.value.reason == 'no answer within 1 s'
     finally:
         server.close()
+
+
+# Nothing listens on port 1: had anything been tried, it would be refused.
+@pytest.mark.parametrize('url', [
+    'mysql://user:secret@127.0.0.1:1/tooz',
+    'postgresql://user:secret@127.0.0.1:1/tooz',
+])
+@pytest.mark.parametrize('check', ['start', 'check_backend'])
+def test_a_driver_without_groups_is_a_configuration_error(url, check):
+    """tooz's database drivers have locks but no group membership."""
+    with pytest.raises(exception.ConfigInvalid) as raised:
+        if check == 'start':
+            membership.Membership(url, 'g', 5).start()
+        else:
+            membership.check_backend(url, timeout=5)
+    scheme = url.split(':')[0]
+    assert raised.value.cause == (
+        'the "%s" tooz driver has no group membership (use etcd3+http, '
+        'redis, zookeeper, memcached or file)' % scheme)
+    assert 'secret' not in str(raised.value)
+
+
+class _AskNobodyLock(locking.Lock):
+    """A lock that cannot say whether it is still held (tooz's IPC one)."""
+
+    def acquire(self, blocking=True, shared=False):
+        return True
+
+    def release(self):
+        return True
+
+
+class _AskNobodyDriver(file_driver.FileDriver):
+    """Groups, as tooz's IPC driver, and locks that cannot tell."""
+
+    def get_lock(self, name: bytes) -> _AskNobodyLock:
+        return _AskNobodyLock(name)
+
+
+def test_a_driver_whose_locks_cannot_tell_is_a_configuration_error(
+        monkeypatch, tmp_path):
+    """Every leader would stand down at its first check: no housekeeping.
+
+    tooz's ipc:// driver is such a one; its sysv_ipc is not installed
+    here, so a driver of the same shape stands in for it.
+    """
+    def get_coordinator(url, member_id):
+        return _AskNobodyDriver(member_id, urllib.parse.urlparse(
+            'file://%s' % tmp_path), {})
+
+    monkeypatch.setattr(membership.coordination, 'get_coordinator',
+                        get_coordinator)
+    with pytest.raises(exception.ConfigInvalid) as raised:
+        membership.Membership('ipc://', 'g', 5).start()
+    assert raised.value.cause == (
+        'the "ipc" tooz driver cannot tell a member whether it still holds '
+        'a lock, so no member could lead housekeeping (use etcd3+http, '
+        'redis, zookeeper, memcached or file)')
+
+
+@pytest.mark.parametrize('url', [
+    'file:///nowhere', 'redis://127.0.0.1:1', 'etcd3+http://127.0.0.1:1',
+    'zookeeper://127.0.0.1:1',
+])
+def test_the_drivers_installed_can_tell_who_holds_a_lock(url):
+    """The check reads real tooz drivers' annotations, not a list."""
+    coordinator = coordination.get_coordinator(url, b'member')
+    assert typing.get_type_hints(type(coordinator).get_lock)['return']
+    assert not leader.cannot_tell_owner(coordinator)
