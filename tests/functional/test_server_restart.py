@@ -111,3 +111,16 @@ def test_a_private_mariadb_restarts_with_its_databases(tmp_path):
     finally:
         assert service.stop() == 0
     assert 'ready for connections' in (tmp_path / 'database.log').read_text()
+
+
+def test_a_private_mariadb_starts_in_a_deep_directory(tmp_path):
+    """A TMPDIR deep enough for the socket's path to pass 107 bytes."""
+    base = tmp_path / ('d' * 110)
+    service = database.make_service(str(base), str(tmp_path))
+    assert len(str(base / 'mariadb' / 'mysqld.sock')) > 107
+    service.start()
+    try:
+        assert service.running
+    finally:
+        assert service.stop() == 0
+    assert (base / 'mariadb' / 'data').is_dir()

@@ -18,9 +18,10 @@ The machine's MariaDB is shared with every other test run on the box:
 restarting it is not the cloud's to do.  With ``Cloud(private_database=
 True)`` the cloud runs Debian's ``mariadbd`` itself: a data directory made
 by ``mariadb-install-db`` in the cloud's directory, a free loopback port,
-a socket of its own, root without a password from loopback only.  Every
-database of the cloud (Nova's three, Placement's, Glance's, Neutron's,
-Keystone's and Ironic's) lives there, and ``cloud.restart('database')``
+a socket of its own in the data directory, root without a password from
+loopback only.  Every database of the cloud (Nova's three, Placement's,
+Glance's, Neutron's, Keystone's and Ironic's) lives there, and
+``cloud.restart('database')``
 restarts it as an operator would (SIGTERM: a clean InnoDB shutdown; the
 data directory stays).
 """
@@ -39,6 +40,7 @@ SBIN = ('/usr/sbin', '/usr/bin')
 INSTALL_TIMEOUT = 120
 START_TIMEOUT = 60
 KIND = 'mariadb'
+SOCKET = 'mysqld.sock'
 NAME = 'database'
 # Small: the cloud's databases are a few MB each.
 SETTINGS = (
@@ -97,8 +99,12 @@ def make_service(base_dir, log_dir):
         raise DatabaseError('mariadb-install-db exited with %d:\n%s' % (
             install.returncode, (install.stderr or install.stdout)[-3000:]))
     port = _net.free_port()
+    # Relative: the server makes it in its data directory, where it runs.
+    # An absolute path under a deep TMPDIR passes the 107 bytes a Unix
+    # socket's path may have, and the server refuses to start.  Clients
+    # use TCP.
     argv = [server_path(), '--no-defaults', '--datadir=' + data,
-            '--socket=' + os.path.join(home, 'mysqld.sock'),
+            '--socket=' + SOCKET,
             '--pid-file=' + os.path.join(home, 'mysqld.pid'),
             '--port=%d' % port] + list(SETTINGS) + _user_args()
     service = process.Service(
