@@ -215,7 +215,12 @@ class ChaosRun(object):
     def _settle(self):
         cloud, history = self.cloud, self.history
         history.phase('settle')
-        late = self.injector.join(timeout=schedule.KILL_SECONDS * 2)
+        # A kill fault waits for the boot and the delete it acts on, and
+        # each of those is judged by its own bound: a fault may run that
+        # long past its planned end (a boot took 104 s on a loaded
+        # machine) before it counts as a hang of its own.
+        late = self.injector.join(
+            timeout=workload_mod.BOUND + workload_mod.API_TIMEOUT)
         if late:
             history.violation(invariants.BOUNDED, 'faults still running '
                               'after the run: %s' % ', '.join(late))
