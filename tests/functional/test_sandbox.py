@@ -19,10 +19,10 @@ The console script runs as a subprocess with small numbers: it must end
 with "sandbox OK", report no double booking, and write its JSON report
 and its PNG.  Interrupted (Ctrl-C, SIGTERM) it must leave nothing
 running: every process it started carries a marker in its environment,
-and none may be left in ``/proc`` afterwards.  Under tox (``./tox.sh -e
-sandbox``, as the README says to run it) a Ctrl-C must end as cleanly.
-Killed (SIGKILL), it leaves its directories and database to the next
-run, which must remove them.
+and none may be left in ``/proc`` afterwards (tests/cloud/test_interrupts.py
+presses Ctrl-C under ``./tox.sh -e sandbox``, the default mode).  Killed
+(SIGKILL), it leaves its directories and database to the next run, which
+must remove them.
 """
 
 import json
@@ -39,6 +39,7 @@ import pytest
 
 from ironic_multi._sandbox import checks
 from ironic_multi.testing import ironic_server
+from tests import interrupts
 
 # Nova's services in the sandbox's process: what these tests look at
 # (tests/cloud/test_sandbox_on_cloud.py runs it on the cloud).
@@ -46,9 +47,7 @@ SMALL = ('--nodes', '8', '--computes', '2', '--servers', '6',
          '--in-process')
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 RUN_TIMEOUT = 400
-STOP_TIMEOUT = 90
-MARKER = 'IRONIC_MULTI_SANDBOX_TEST_MARKER'
-TOX_SH = pathlib.Path(__file__).resolve().parents[2] / 'tox.sh'
+STOP_TIMEOUT = interrupts.STOP_TIMEOUT
 IRONIC_LINE = re.compile(r'\(pid (\d+), (\w+) database, config (\S+?)\)')
 # The sandbox's line as wave 1 starts: Nova's services and Ironic run.
 HALF_WAY = 'wave 1: posting'
@@ -65,35 +64,6 @@ def _command():
     if script.exists():
         return [str(script)]
     return [sys.executable, '-m', 'ironic_multi.cmd.sandbox']
-
-
-def _env(marker):
-    return dict(os.environ, PYTHONUNBUFFERED='1', PYTHONWARNINGS='ignore',
-                **{MARKER: marker})
-
-
-def _marked(marker):
-    """Pids of the processes whose environment holds ``marker``."""
-    needle = ('%s=%s' % (MARKER, marker)).encode()
-    found = []
-    for entry in pathlib.Path('/proc').iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / 'environ').read_bytes().split(b'\0'):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _wait_until_gone(marker, timeout=15):
-    deadline = time.monotonic() + timeout
-    while True:
-        left = _marked(marker)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.2)
 
 
 def _read_until(process, marker, text=HALF_WAY):
@@ -114,7 +84,7 @@ def _read_until(process, marker, text=HALF_WAY):
                     % (text, ''.join(seen)[-4000:]))
     ironic = IRONIC_LINE.search(''.join(seen))
     assert ironic, ''.join(seen)
-    pids = _marked(marker)
+    pids = interrupts.marked(marker)
     assert pids, 'no process carries the marker'
     return seen, ironic, pids
 
@@ -127,23 +97,12 @@ def _databases_of(db_kind, pids):
             if any('_%d_' % pid in n for pid in pids)]
 
 
-def _describe(pids):
-    lines = []
-    for pid in pids:
-        try:
-            cmdline = pathlib.Path('/proc/%d/cmdline' % pid).read_bytes()
-        except OSError:
-            cmdline = b'?'
-        lines.append('%d: %s' % (pid, cmdline.replace(b'\0', b' ')[:200]))
-    return '\n'.join(lines)
-
-
 def test_small_run(tmp_path):
     marker = uuid.uuid4().hex
     result = subprocess.run(
         _command() + list(SMALL) + ['--output', str(tmp_path)],
         capture_output=True, text=True, timeout=RUN_TIMEOUT,
-        env=_env(marker))
+        env=interrupts.marked_env(marker))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
     lines = [line for line in result.stdout.splitlines() if line.strip()]
@@ -174,7 +133,7 @@ def test_small_run(tmp_path):
     chart = pathlib.Path(report['chart'])
     assert chart.read_bytes()[:8] == PNG_SIGNATURE
     assert str(chart) in result.stdout
-    assert not _wait_until_gone(marker)
+    assert not interrupts.wait_until_gone(marker)
 
 
 @pytest.mark.parametrize('signum, after', [
@@ -188,7 +147,7 @@ def test_interrupted_run_leaves_nothing(tmp_path, signum, after):
     process = subprocess.Popen(
         _command() + list(SMALL) + ['--output', str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=_env(marker))
+        env=interrupts.marked_env(marker))
     try:
         seen, ironic, _pids = _read_until(process, marker, after)
         process.send_signal(signum)
@@ -201,92 +160,12 @@ def test_interrupted_run_leaves_nothing(tmp_path, signum, after):
     assert process.returncode == 128 + signum, output[-4000:]
     assert 'sandbox interrupted' in output, output[-4000:]
     assert 'sandbox OK' not in output
-    left = _wait_until_gone(marker)
-    assert not left, 'left running:\n%s' % _describe(left)
+    left = interrupts.wait_until_gone(marker)
+    assert not left, 'left running:\n%s' % interrupts.describe(left)
     pid, config = int(ironic.group(1)), ironic.group(2)
     assert not os.path.exists('/proc/%d' % pid)
     # Ironic's directory (its config, its SQLite database) is gone too.
     assert not os.path.exists(os.path.dirname(config))
-
-
-def _outside_tox(env):
-    """``env`` as a shell outside this test run's tox environment has it."""
-    bin_dir = os.path.join(sys.prefix, 'bin')
-    env = {k: v for k, v in env.items()
-           if k != 'VIRTUAL_ENV' and not k.startswith('TOX_')}
-    env['PATH'] = os.pathsep.join(
-        p for p in env.get('PATH', '').split(os.pathsep) if p != bin_dir)
-    return env
-
-
-@pytest.mark.slow
-def test_ctrl_c_under_tox_leaves_nothing(tmp_path, record_property):
-    """Ctrl-C in the terminal of ``./tox.sh -e sandbox``, half way.
-
-    The terminal sends SIGINT to tox and the sandbox alike, and tox sends
-    its own after it.  Everything the run started must be gone after:
-    processes (by the marker in their environment), directories (the
-    run's TMPDIR stays empty) and databases (named after the pid that
-    created them).  The figures go to the JUnit report (record_property)
-    and to one summary line.
-    """
-    marker = uuid.uuid4().hex
-    tmpdir = tmp_path / 'tmp'
-    tmpdir.mkdir()
-    env = _outside_tox(dict(_env(marker), TMPDIR=str(tmpdir)))
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [str(TOX_SH), '-e', 'sandbox', '--', *SMALL,
-         '--output', str(tmp_path / 'out')],
-        cwd=str(TOX_SH.parent), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, env=env,
-        # A process group of its own, as a terminal's foreground job.
-        start_new_session=True)
-    try:
-        seen, ironic, pids = _read_until(process, marker)
-        interrupted = time.monotonic()
-        os.killpg(process.pid, signal.SIGINT)
-        rest, _ = process.communicate(timeout=STOP_TIMEOUT)
-        stop_seconds = time.monotonic() - interrupted
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    output = ''.join(seen) + rest
-    left = _wait_until_gone(marker)
-    # uv, building the package for tox, leaves its lock files in TMPDIR:
-    # not the run's to remove.
-    files = sorted(p.name for p in tmpdir.iterdir()
-                   if not (p.name.startswith('uv-') and p.suffix == '.lock'))
-    db_kind = ironic.group(2)
-    databases = _databases_of(db_kind, pids)
-    sandbox_exit = re.search(r'sandbox: exit (-?\d+)', output)
-    figures = {
-        'sigint_after_seconds': round(interrupted - started, 1),
-        'sigint_to_exit_seconds': round(stop_seconds, 1),
-        'tox_exit_code': process.returncode,
-        'sandbox_exit_code': sandbox_exit and int(sandbox_exit.group(1)),
-        'processes_at_sigint': len(pids),
-        'processes_left': len(left),
-        'tmpdir_entries_left': len(files),
-        'database': db_kind,
-        'databases_left': len(databases),
-    }
-    for name, value in figures.items():
-        record_property(name, value)
-    print('Ctrl-C under tox: SIGINT at %(sigint_after_seconds)s s, '
-          '%(processes_at_sigint)d processes of the run up; tox exited '
-          '%(tox_exit_code)s %(sigint_to_exit_seconds)s s after it, the '
-          'sandbox %(sandbox_exit_code)s; left: %(processes_left)d '
-          'processes, %(tmpdir_entries_left)d entries in TMPDIR, '
-          '%(databases_left)d %(database)s databases' % figures)
-
-    # The sandbox stopped on its own (tox's SIGKILL used to end it: -9).
-    assert 'sandbox interrupted (SIGINT)' in output, output[-4000:]
-    assert figures['sandbox_exit_code'] == 130, output[-4000:]
-    assert not left, 'left running:\n%s' % _describe(left)
-    assert files == []
-    assert databases == []
 
 
 def test_a_killed_run_is_reaped_by_the_next(tmp_path):
@@ -300,7 +179,7 @@ def test_a_killed_run_is_reaped_by_the_next(tmp_path):
     marker = uuid.uuid4().hex
     tmpdir = tmp_path / 'tmp'
     tmpdir.mkdir()
-    env = dict(_env(marker), TMPDIR=str(tmpdir))
+    env = interrupts.marked_env(marker, TMPDIR=str(tmpdir))
     process = subprocess.Popen(
         _command() + list(SMALL) + ['--coordination-url', 'etcd',
                                     '--output', str(tmp_path / 'out')],
@@ -311,8 +190,8 @@ def test_a_killed_run_is_reaped_by_the_next(tmp_path):
     finally:
         process.kill()
         process.wait()
-    left = _wait_until_gone(marker)
-    assert not left, 'left running:\n%s' % _describe(left)
+    left = interrupts.wait_until_gone(marker)
+    assert not left, 'left running:\n%s' % interrupts.describe(left)
     killed = sorted(p.name for p in tmpdir.iterdir())
     assert [n for n in killed if n.startswith('ironic-multi-ironic-')], killed
     db_kind = ironic.group(2)

@@ -31,6 +31,7 @@ import pytest
 
 from ironic_multi._sandbox import keep
 from ironic_multi.testing import kept_sandbox
+from tests import interrupts
 from tests import keep_banner
 
 EXAMPLES = (pathlib.Path(__file__).resolve().parents[2] / 'doc' / 'source'
@@ -148,12 +149,5 @@ def test_ctrl_c_stops_the_kept_cloud(sandbox, marker):
     assert report['cleanup']['left_running'] == []
     assert report['kept']['manage_conf'].endswith(keep.MANAGE_CONF)
     assert pathlib.Path(report['chart']).exists()
-    needle = ('%s=%s' % (MARKER, marker)).encode()
-    left = []
-    for entry in pathlib.Path('/proc').iterdir():
-        try:
-            if needle in (entry / 'environ').read_bytes().split(b'\0'):
-                left.append(entry.name)
-        except OSError:
-            continue
-    assert left == []
+    left = interrupts.wait_until_gone(marker, name=MARKER)
+    assert left == [], interrupts.describe(left)
