@@ -129,8 +129,8 @@ def _unsuitable(url, coordinator):
     tooz's ``mysql://``, ``postgresql://`` and ``kubernetes://`` drivers
     have no group membership; its ``ipc://`` locks cannot say whether
     they are still held, so no member could ever be sure it leads.
-    Neither fails before the first join or leadership check otherwise,
-    and then not as a configuration error.
+    Without this check, neither shows before the first join or
+    leadership check, and then not as a configuration error.
     """
     scheme = urllib.parse.urlsplit(url).scheme
     if type(coordinator).join_group is (
