@@ -264,7 +264,7 @@ def test_a_lock_that_cannot_be_given_up_is_let_expire(caplog, error):
         'Could not release a takeover lock cleanly (')
 
 
-def test_a_lock_given_up_is_not_forgotten_twice():
+def test_a_lock_given_up_cleanly_is_not_forgotten():
     membership_ = mock.Mock()
     lock = mock.Mock()
     with mock.patch.object(leader, 'forget') as forget:
