@@ -128,6 +128,11 @@ CONF = nova_conf.CONF
 BINARY = 'nova-compute'
 # The group's lock around the adoption of one lost host.
 LOCK_NAME = 'takeover.%s'
+# Seconds an operator's request waits for another service's takeover of
+# the same host to end (each periodic pass takes the lock, if only to
+# find nothing left to adopt); the periodic task itself never waits.
+REQUEST_LOCK_WAIT = 5
+LOCK_RETRY = 0.25
 # Placement microversion of the inventory calls (reserved may equal total).
 INVENTORY_VERSION = '1.26'
 # The reason in the fault of a task that a takeover ended.
@@ -450,7 +455,7 @@ class Takeover(object):
                         'service set --down %s %s)' % (source, BINARY))
         if source in self._member_hosts():
             raise self._refused(source, _IN_THE_GROUP + '; stop it first')
-        return self.adopt(context, source)
+        return self.adopt(context, source, wait=REQUEST_LOCK_WAIT)
 
     def _refused(self, source, reason):
         return exception.TakeoverRefused(host=self.host, source=source,
@@ -458,7 +463,7 @@ class Takeover(object):
 
     # -- adoption ---------------------------------------------------------
 
-    def adopt(self, context, source, why='Nova reports it down'):
+    def adopt(self, context, source, why='Nova reports it down', wait=0):
         """Adopt every instance Nova has on ``source``; idempotent.
 
         :param why: why ``source`` counts as lost, for the instance faults
@@ -466,6 +471,8 @@ class Takeover(object):
         :returns: ``{'host', 'from', 'adopted': [uuid], 'ended': {uuid:
             the fault message}, 'skipped': {uuid: reason}, 'seconds'}``
             (JSON).
+        :param wait: seconds to wait for another service's takeover of
+            ``source`` to end.
         :raises TakeoverRefused: ``source`` is this host, or another
             service is adopting its instances right now.
         """
@@ -473,7 +480,7 @@ class Takeover(object):
         if source == self.host:
             raise self._refused(source, 'a host cannot adopt its own '
                                         'instances')
-        lock = self._lock(source)
+        lock = self._lock(source, wait)
         try:
             result = self._adopt(context, source, lock, why)
         finally:
@@ -484,17 +491,25 @@ class Takeover(object):
             self._on_adopted(result)
         return result
 
-    def _lock(self, source):
+    def _lock(self, source, wait=0):
+        # Tries without blocking, again and again: a blocking acquire that
+        # outlived the membership's call bound could take the lock later,
+        # in a thread nobody waits for, and never give it back.
         membership = self._reserver.membership
-        try:
-            lock = membership.lock(LOCK_NAME % source)
-            if membership.call('taking the takeover lock of %s' % source,
-                               lock.acquire, False):
-                return lock
-        except (tooz.ToozError, exception.CoordinationUnavailable) as e:
-            raise self._refused(source, 'cannot take the group\'s lock: %s'
-                                % e)
-        raise self._refused(source, 'another service is adopting them now')
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                lock = membership.lock(LOCK_NAME % source)
+                if membership.call('taking the takeover lock of %s'
+                                   % source, lock.acquire, False):
+                    return lock
+            except (tooz.ToozError, exception.CoordinationUnavailable) as e:
+                raise self._refused(
+                    source, 'cannot take the group\'s lock: %s' % e)
+            if time.monotonic() >= deadline:
+                raise self._refused(source,
+                                    'another service is adopting them now')
+            time.sleep(LOCK_RETRY)
 
     def _fence(self, source, lock):
         """Before each write: the lock is ours, ``source`` still gone.
