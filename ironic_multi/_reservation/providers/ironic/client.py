@@ -59,6 +59,10 @@ _VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
 # The request never reached Ironic, or Ironic asked us to come back later:
 # repeating it cannot apply a change twice.
 _NOT_APPLIED = (ic_exc.ServiceUnavailable, ic_exc.ConnectionRefused)
+# Keystone's HTTP errors while the session gets a token: the request to
+# Ironic never left (ironicclient asks its session not to raise for
+# Ironic's own answers, so only the auth plugin raises these).
+_NO_TOKEN = ks_exc.HttpError
 # The request may have reached Ironic; only idempotent ones are repeated.
 _LOST = (ks_exc.ConnectionError, ic_exc.ConnectionError)
 
@@ -251,6 +255,12 @@ class IronicAPI(object):
                 if not isinstance(e, _NOT_APPLIED):
                     raise _api_error(e, method, url)
                 error = e
+            except _NO_TOKEN as e:
+                if (e.http_status or 0) < 500:
+                    raise exception.IronicUnavailable(
+                        reason='cannot authenticate to Keystone for %s %s: '
+                               '%s' % (method, url, e))
+                error = 'Keystone: %s' % e
             except _NOT_APPLIED + _LOST as e:
                 if not (idempotent or isinstance(e, _NOT_APPLIED)):
                     raise exception.RequestOutcomeUnknown(

@@ -245,6 +245,33 @@ class TestRetries:
         api.claim_node('n1', 'inst-1', {'group': 'g'})
         assert len(calls(api)) == 2
 
+    def test_keystone_failing_to_give_a_token_is_retried(self, conf):
+        """Keystone's 500 while the session gets a token.
+
+        Its database was restarting: nova-compute died at start with an
+        untyped error.
+        """
+        api = make_api(_http_error(ks_exc.http.InternalServerError, 500),
+                       {'uuid': 'n1'})
+        # Not applied: safe to repeat even for a claim.
+        api.claim_node('n1', 'inst-1', {'group': 'g'})
+        assert len(calls(api)) == 2
+
+    def test_keystone_down_for_good_is_ironic_unavailable(self, conf):
+        api = make_api(*[_http_error(ks_exc.http.ServiceUnavailable, 503)]
+                       * 4)
+        with pytest.raises(exception.IronicUnavailable) as info:
+            api.get_node('n1')
+        assert 'Keystone' in str(info.value)
+        assert len(calls(api)) == 4
+
+    def test_keystone_refusing_the_credentials_is_not_retried(self, conf):
+        api = make_api(_http_error(ks_exc.http.Unauthorized, 401))
+        with pytest.raises(exception.IronicUnavailable) as info:
+            api.get_node('n1')
+        assert 'cannot authenticate to Keystone' in str(info.value)
+        assert len(calls(api)) == 1
+
 
 class TestErrors:
 
