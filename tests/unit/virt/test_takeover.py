@@ -1092,31 +1092,31 @@ def test_an_instance_deleted_meanwhile_is_skipped_in_one_line(
         UUIDS[0]: 'Instance %s could not be found.' % UUIDS[0]}
 
 
+def _lost_host_with_its_lock_held(cloud, monkeypatch):
+    """LOST down with an instance, its takeover lock held by a pass."""
+    monkeypatch.setattr(takeover, 'LOCK_RETRY', 0.01)
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    lock = cloud.locks.setdefault(takeover.LOCK_NAME % LOST, _Lock())
+    lock.acquire()
+    return owner_of(LOST), lock
+
+
 def test_request_waits_for_a_takeover_in_progress(cloud, monkeypatch):
     """A periodic pass holds the lock a moment, even with nothing to adopt.
 
     The operator's request used to be refused in that moment ("another
     service is adopting them now"); it waits for it, within a bound.
     """
-    monkeypatch.setattr(takeover, 'LOCK_RETRY', 0.01)
-    cloud.lose(forced_down=True)
-    cloud.boot(UUIDS[0])
-    owner = owner_of(LOST)
-    lock = cloud.locks.setdefault(takeover.LOCK_NAME % LOST, _Lock())
-    lock.acquire()
+    owner, lock = _lost_host_with_its_lock_held(cloud, monkeypatch)
     threading.Timer(0.2, lock.release).start()
     answer = cloud.takeover(owner).serve(request(LOST, host=owner))
     assert answer['adopted'] == [UUIDS[0]]
 
 
 def test_request_is_refused_once_the_wait_is_over(cloud, monkeypatch):
-    monkeypatch.setattr(takeover, 'LOCK_RETRY', 0.01)
     monkeypatch.setattr(takeover, 'REQUEST_LOCK_WAIT', 0.1)
-    cloud.lose(forced_down=True)
-    cloud.boot(UUIDS[0])
-    owner = owner_of(LOST)
-    lock = cloud.locks.setdefault(takeover.LOCK_NAME % LOST, _Lock())
-    lock.acquire()
+    owner, _lock = _lost_host_with_its_lock_held(cloud, monkeypatch)
     started = time.monotonic()
     with pytest.raises(exception.TakeoverRefused,
                        match='another service is adopting them now'):
