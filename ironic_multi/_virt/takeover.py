@@ -497,9 +497,10 @@ class Takeover(object):
         # in a thread nobody waits for, and never give it back.
         membership = self._reserver.membership
         deadline = time.monotonic() + wait
+        lock = None
         while True:
             try:
-                lock = membership.lock(LOCK_NAME % source)
+                lock = lock or membership.lock(LOCK_NAME % source)
                 if membership.call('taking the takeover lock of %s'
                                    % source, lock.acquire, False):
                     return lock
