@@ -41,6 +41,7 @@ from nova import objects
 from nova.virt import driver as virt_driver
 from nova.virt import hardware
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation import reserver as reserver_mod
@@ -86,6 +87,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._instances = None
         self._inventory = None
         self._takeover = None
+        self._started = None
         # Whether the upgrade's ownership marks are done.
         self._owned = False
 
@@ -93,6 +95,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def init_host(self, host):
         self._host = host
+        # Requests begun before now died with the previous process.
+        self._started = timeutils.utcnow()
         if self._reserver is None:
             # The member id of the coordination group is per host: Nova's
             # test services share one process.
@@ -140,7 +144,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                   'provider': self._reserver.provider.name})
 
     def _end_left_tasks(self):
-        left_tasks.end(nova_context.get_admin_context(), self._host)
+        left_tasks.end(nova_context.get_admin_context(), self._host,
+                       started=self._started)
 
     def _own_instances(self):
         if self._owned:

@@ -26,12 +26,21 @@ server shows ``REBUILD`` (or its other task) for good; only an operator's
 ``reset-state`` would end it.  The chaos run on the multi-process cloud
 found it (a rebuild queued for a compute stopped with SIGTERM).
 
+A delete whose compute was killed in the middle of it ends the same way
+by another path: the restarted compute's ``init_host`` restarts the
+deletion, and when that fails too (Ironic still away), Nova sets the
+instance to ERROR and leaves the task ``deleting``.  The killed request's
+event never ends.
+
 :func:`end` finds such instances on this host: ERROR, a task set, and the
-latest instance action of the instance finished, with an event in error,
-at least ``grace`` seconds ago.  A request in progress has an event not
-finished yet; a new request has a newer action.  It ends the task (the
-state stays ERROR, as Nova's error handling left it), expecting the task
-it read.
+latest instance action of the instance over at least ``grace`` seconds
+ago, with an event in error, or with an event that began before this
+service started (its request died with the service's previous process)
+while this service has run for ``grace`` seconds (its ``init_host`` is
+done with it).  A request in progress has an event not finished yet; a
+new request has a newer action.  It ends the task (the state stays
+ERROR, as Nova's error handling left it), expecting the task it read;
+the user's next request (a delete again) goes ahead.
 """
 
 from nova.compute import vm_states
@@ -47,10 +56,19 @@ LOG = logging.getLogger(__name__)
 GRACE = 30
 
 
-def end(context, host, grace=GRACE):
-    """End the tasks left on ``host``'s instances; returns their UUIDs."""
+def end(context, host, grace=None, started=None):
+    """End the tasks left on ``host``'s instances; returns their UUIDs.
+
+    :param grace: seconds, ``GRACE`` by default.
+    :param started: when this service started (UTC): requests begun
+        before it died with the previous process.  None: unknown, and
+        only requests that ended in error count.
+    """
     ended = []
+    grace = GRACE if grace is None else grace
     now = timeutils.utcnow().replace(tzinfo=None)
+    if started is not None:
+        started = _naive(started)
     instances = objects.InstanceList.get_by_filters(
         context, {'host': host, 'vm_state': vm_states.ERROR,
                   'deleted': False}, expected_attrs=[])
@@ -58,7 +76,8 @@ def end(context, host, grace=GRACE):
         task = instance.task_state
         if not task:
             continue
-        failed = _failed_request(context, instance.uuid, now, grace)
+        failed = _failed_request(context, instance.uuid, now, grace,
+                                 started)
         if failed is None:
             continue
         instance.task_state = None
@@ -72,14 +91,18 @@ def end(context, host, grace=GRACE):
             continue
         LOG.warning('Instance %(instance)s: ended its task %(task)s, left '
                     'after its request failed (%(action)s, request '
-                    '%(request)s: %(event)s in error)',
+                    '%(request)s: %(event)s)',
                     dict(failed, instance=instance.uuid, task=task))
         ended.append(instance.uuid)
     return ended
 
 
-def _failed_request(context, instance_uuid, now, grace):
-    """The latest action if it ended in error ``grace`` s ago, or None."""
+def _failed_request(context, instance_uuid, now, grace, started):
+    """The latest action if it failed ``grace`` s ago, or None.
+
+    Failed: ended with an event in error, or cut short by the end of the
+    service's previous process.
+    """
     actions = objects.InstanceActionList.get_by_instance_uuid(
         context, instance_uuid)
     if not actions:
@@ -87,14 +110,22 @@ def _failed_request(context, instance_uuid, now, grace):
     latest = max(actions, key=lambda a: _naive(a.start_time))
     events = objects.InstanceActionEventList.get_by_action(context,
                                                            latest.id)
-    if not events or any(e.finish_time is None for e in events):
+    if not events:
         return None
+    unfinished = [e for e in events if e.finish_time is None]
+    if unfinished:
+        if (started is None or (now - started).total_seconds() < grace
+                or any(_naive(e.start_time) >= started
+                       for e in unfinished)):
+            return None
+        return {'action': latest.action, 'request': latest.request_id,
+                'event': '%s cut short by a restart' % unfinished[-1].event}
     errors = [e for e in events if e.result == 'Error']
     ended = max(_naive(e.finish_time) for e in events)
     if not errors or (now - ended).total_seconds() < grace:
         return None
     return {'action': latest.action, 'request': latest.request_id,
-            'event': errors[-1].event}
+            'event': '%s in error' % errors[-1].event}
 
 
 def _naive(moment):

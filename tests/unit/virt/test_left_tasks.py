@@ -77,15 +77,19 @@ class Nova(object):
         self.instances.append(instance)
         return instance
 
-    def action(self, action_id, started, *events, request='req-1'):
-        """An action and its events: ``(name, result, finished ago)``."""
+    def action(self, action_id, started, *events, request='req-1',
+               name='rebuild'):
+        """An action and its events: ``(name, result, finished ago)``.
+
+        An event began when its action did.
+        """
         self.actions.setdefault(UUID, []).append(objects.InstanceAction(
-            id=action_id, action='rebuild', request_id=request,
+            id=action_id, action=name, request_id=request,
             start_time=_ago(started)))
         self.events[action_id] = [objects.InstanceActionEvent(
-            event=name, result=result,
+            event=event, result=result, start_time=_ago(started),
             finish_time=None if ago is None else _ago(ago))
-            for name, result, ago in events]
+            for event, result, ago in events]
 
 
 @pytest.fixture
@@ -158,3 +162,37 @@ def test_an_instance_without_actions_is_left_alone(nova, context):
     instance = nova.instance()
     assert left_tasks.end(context, HOST) == []
     assert instance.task_state == 'rebuilding'
+
+
+# A delete whose compute was killed in the middle of it: the event of the
+# killed request never ends.  The restarted compute's init_host restarts
+# the deletion; when that fails too, Nova sets the instance to ERROR and
+# leaves the task (the chaos run found it: ERROR/deleting for good).
+KILLED_DELETE = ('compute_terminate_instance', None, None)
+
+
+def test_a_task_whose_request_died_with_the_service_is_ended(nova,
+                                                             context):
+    instance = nova.instance(task='deleting')
+    nova.action(1, 120, KILLED_DELETE, name='delete')
+    assert left_tasks.end(context, HOST, started=_ago(60)) == [UUID]
+    assert instance.task_state is None and instance.vm_state == 'error'
+    assert nova.saved == [(UUID, None, ['deleting'])]
+
+
+@pytest.mark.parametrize('started', [
+    # The request began after this service started: it is in progress.
+    150,
+    # The service started a moment ago: its init_host may still be
+    # restarting the deletion.
+    5,
+    # Nobody said when the service started.
+    None,
+])
+def test_an_unfinished_request_is_left_alone_unless_it_died(nova, context,
+                                                            started):
+    instance = nova.instance(task='deleting')
+    nova.action(1, 120, KILLED_DELETE, name='delete')
+    assert left_tasks.end(context, HOST, started=(
+        None if started is None else _ago(started))) == []
+    assert instance.task_state == 'deleting' and nova.saved == []
