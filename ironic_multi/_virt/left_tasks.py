@@ -34,13 +34,15 @@ event never ends.
 
 :func:`end` finds such instances on this host: ERROR, a task set, and the
 latest instance action of the instance over at least ``grace`` seconds
-ago, with an event in error, or with an event that began before this
-service started (its request died with the service's previous process)
-while this service has run for ``grace`` seconds (its ``init_host`` is
-done with it).  A request in progress has an event not finished yet; a
-new request has a newer action.  It ends the task (the state stays
-ERROR, as Nova's error handling left it), expecting the task it read;
-the user's next request (a delete again) goes ahead.
+ago, with an event in error, or with an event of this host that began
+before this service started (its request died with the service's
+previous process) while this service has run for ``grace`` seconds (its
+``init_host`` is done with it).  A request in progress has an event not
+finished yet; a new request has a newer action, or for a moment only its
+task (the instance was saved less than ``grace`` seconds ago).  It ends
+the task (the state stays ERROR, as Nova's error handling left it),
+expecting the task it read; the user's next request (a delete again)
+goes ahead.
 """
 
 from nova.compute import vm_states
@@ -74,9 +76,9 @@ def end(context, host, grace=None, started=None):
                   'deleted': False}, expected_attrs=[])
     for instance in instances:
         task = instance.task_state
-        if not task:
+        if not task or _saved_lately(instance, now, grace):
             continue
-        failed = _failed_request(context, instance.uuid, now, grace,
+        failed = _failed_request(context, instance.uuid, host, now, grace,
                                  started)
         if failed is None:
             continue
@@ -97,11 +99,24 @@ def end(context, host, grace=None, started=None):
     return ended
 
 
-def _failed_request(context, instance_uuid, now, grace, started):
+def _saved_lately(instance, now, grace):
+    """Whether the instance was saved less than ``grace`` seconds ago.
+
+    Nova's API saves the task of a new request before it records the
+    request's action: for that moment the failed request is still the
+    latest.
+    """
+    if not instance.obj_attr_is_set('updated_at') or not instance.updated_at:
+        return False
+    return (now - _naive(instance.updated_at)).total_seconds() < grace
+
+
+def _failed_request(context, instance_uuid, host, now, grace, started):
     """The latest action if it failed ``grace`` s ago, or None.
 
     Failed: ended with an event in error, or cut short by the end of the
-    service's previous process.
+    previous process of this service (``host``).  A request unfinished on
+    another host may still run there (a lost host that is only stuck).
     """
     actions = objects.InstanceActionList.get_by_instance_uuid(
         context, instance_uuid)
@@ -115,7 +130,7 @@ def _failed_request(context, instance_uuid, now, grace, started):
     unfinished = [e for e in events if e.finish_time is None]
     if unfinished:
         if (started is None or (now - started).total_seconds() < grace
-                or any(_naive(e.start_time) >= started
+                or any(e.host != host or _naive(e.start_time) >= started
                        for e in unfinished)):
             return None
         return {'action': latest.action, 'request': latest.request_id,

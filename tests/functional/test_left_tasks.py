@@ -56,7 +56,7 @@ class RestartedDeletionTest(nova_base.IronicMultiTestBase):
         instance.save()
         objects.InstanceAction.action_start(ctx, server['id'], 'delete')
         objects.InstanceActionEvent.event_start(
-            ctx, server['id'], 'compute_terminate_instance')
+            ctx, server['id'], 'compute_terminate_instance', host=HOST)
 
     def test_the_task_ends_and_a_second_delete_finishes(self):
         server = self.boot()

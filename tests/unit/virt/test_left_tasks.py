@@ -63,9 +63,9 @@ class Nova(object):
         return self.events.get(action_id, [])
 
     def instance(self, task='rebuilding', vm_state='error', host=HOST,
-                 save_error=None):
+                 save_error=None, updated=90):
         instance = fakes.instance(UUID, host=host, vm_state=vm_state,
-                                  task_state=task)
+                                  task_state=task, updated_at=_ago(updated))
 
         def save(expected_task_state=None):
             if save_error is not None:
@@ -78,17 +78,17 @@ class Nova(object):
         return instance
 
     def action(self, action_id, started, *events, request='req-1',
-               name='rebuild'):
+               name='rebuild', host=HOST):
         """An action and its events: ``(name, result, finished ago)``.
 
-        An event began when its action did.
+        An event began when its action did, on ``host``.
         """
         self.actions.setdefault(UUID, []).append(objects.InstanceAction(
             id=action_id, action=name, request_id=request,
             start_time=_ago(started)))
         self.events[action_id] = [objects.InstanceActionEvent(
             event=event, result=result, start_time=_ago(started),
-            finish_time=None if ago is None else _ago(ago))
+            finish_time=None if ago is None else _ago(ago), host=host)
             for event, result, ago in events]
 
 
@@ -195,4 +195,28 @@ def test_an_unfinished_request_is_left_alone_unless_it_died(nova, context,
     nova.action(1, 120, KILLED_DELETE, name='delete')
     assert left_tasks.end(context, HOST, started=(
         None if started is None else _ago(started))) == []
+    assert instance.task_state == 'deleting' and nova.saved == []
+
+
+def test_an_unfinished_request_of_another_host_is_left_alone(nova, context):
+    # Its host (lost, stuck) may still be at it: a takeover's business.
+    instance = nova.instance(task='rebooting')
+    nova.action(1, 120, ('compute_reboot_instance', None, None),
+                name='reboot', host='compute-2')
+    assert left_tasks.end(context, HOST, started=_ago(60)) == []
+    assert instance.task_state == 'rebooting' and nova.saved == []
+
+
+@pytest.mark.parametrize('events', [
+    [('compute_rebuild_instance', 'Error', 60)],
+    [KILLED_DELETE],
+])
+def test_a_task_saved_a_moment_ago_is_left_alone(nova, context, events):
+    # Nova's API saves the task of a new request (a delete of the ERROR
+    # server) before it records the request's action: for that moment
+    # the failed request is still the latest.  The chaos run saw a
+    # delete's task ended so.
+    instance = nova.instance(task='deleting', updated=1)
+    nova.action(1, 120, *events)
+    assert left_tasks.end(context, HOST, started=_ago(60)) == []
     assert instance.task_state == 'deleting' and nova.saved == []
