@@ -20,6 +20,7 @@ The run itself needs the multi-process cloud: tests/cloud/test_chaos.py.
 import collections
 import contextlib
 import itertools
+import threading
 import time
 from unittest import mock
 
@@ -587,6 +588,30 @@ def test_builds_nova_stranded_are_told_by_its_logs(tmp_path):
     assert 'Failed to schedule instances' in found['s2']
 
 
+def test_tasks_nova_could_not_revert_are_told_by_its_logs(tmp_path):
+    # The chaos run saw a reboot and a stop whose driver call failed
+    # (Ironic away) while the database restarted: Nova's revert of the
+    # task failed, and the servers kept REBOOT and powering-off.
+    (tmp_path / 'nova-compute-compute-2.log').write_text(
+        HEAD % (1, 'WARNING', 'nova.compute.manager') + '[instance: t1] '
+        'Failed to revert task state for instance. Error: Remote error: '
+        'DBConnectionError (2003)\n')
+    chaos = _stranding_run(tmp_path, {})
+    servers = [
+        {'id': 't1', 'status': 'REBOOT', 'host': 'compute-2',
+         'task_state': 'reboot_started'},
+        # Its task ended since: nothing to excuse.
+        {'id': 't2', 'status': 'ACTIVE', 'host': 'compute-2',
+         'task_state': None},
+        # Nova said nothing about it: the driver's, judged.
+        {'id': 't3', 'status': 'ACTIVE', 'host': 'compute-1',
+         'task_state': 'powering-off'},
+    ]
+    found = chaos._stranded_by_nova(servers)
+    assert sorted(found) == ['t1']
+    assert 'Failed to revert task state' in found['t1']
+
+
 def test_violations_about_stranded_builds_are_forgiven(tmp_path):
     chaos = _stranding_run(tmp_path, {})
     history = chaos.history
@@ -643,6 +668,37 @@ def test_a_given_up_build_that_found_a_host_is_still_waited_for(
     record = ops.history.operation(schedule.BOOT, server='s1')
     ops.give_up({'s1': 'an old line'})
     assert ops.settle('s1', record, until='ACTIVE', bound=60) == workload.OK
+
+
+def test_an_action_given_up_as_stranded_is_waited_for_no_more(
+        monkeypatch):
+    from ironic_multi.testing.chaos import workload
+
+    monkeypatch.setattr(workload, 'POLL', 0)
+    stuck = {'status': 'ACTIVE', 'OS-EXT-STS:task_state': 'powering-off',
+             'OS-EXT-SRV-ATTR:host': 'compute-1'}
+    ops = _workload(itertools.repeat(stuck))
+    record = ops.history.operation(schedule.STOP_START, server='t1',
+                                   request='req-1')
+    ops.give_up({'t1': 'nova-compute-compute-1.log: Failed to revert'})
+    assert ops.settle('t1', record, until='SHUTOFF', bound=60) == (
+        workload.STRANDED)
+
+
+def test_a_closed_workload_waits_no_more(monkeypatch):
+    # Ctrl-C on a run: its cloud is gone, and each operation's thread
+    # polled it for the rest of its bound (300 s) before the process
+    # could exit.
+    from ironic_multi.testing.chaos import workload
+
+    monkeypatch.setattr(workload, 'POLL', 0.05)
+    ops = _workload(itertools.repeat(BUILDING))
+    record = ops.history.operation(schedule.BOOT, server='s1')
+    threading.Timer(0.2, ops.close).start()
+    started = time.monotonic()
+    assert ops.settle('s1', record, until='ACTIVE', bound=60) is None
+    assert time.monotonic() - started < 5
+    assert ops.history.violations == []
 
 
 def test_a_build_not_given_up_times_out_as_a_violation(monkeypatch):

@@ -73,6 +73,10 @@ CAPACITY_TIMEOUT = 120
 # compute manager reverts the task state, or the conductor logs an ERROR
 # (under the boot's request, not the instance).
 NOVA_STRANDED = 'Successfully reverted task state from'
+# What a compute manager logs when its error handling could not revert the
+# task of a failed action (its database was away): the server keeps the
+# task (REBOOT, powering-off) with nobody working on it.
+NOVA_TASK_STRANDED = 'Failed to revert task state for instance'
 NOVA_CONDUCTOR_ERROR = ' ERROR '
 NOVA_CONDUCTOR_LOG = 'nova-conductor.log'
 # Seconds a node may stay locked by Ironic's conductor once the faults
@@ -205,8 +209,11 @@ class ChaosRun(object):
             target=self.injector.run, args=(fault_plan, stopping),
             name='chaos-faults', daemon=True)
         injector.start()
-        time.sleep(self.window)
-        stopping.set()
+        try:
+            time.sleep(self.window)
+        finally:
+            # Interrupted too: no operation or fault starts any more.
+            stopping.set()
         workload.join()
         injector.join()
 
@@ -324,7 +331,13 @@ class ChaosRun(object):
             self.cloud.restart('ironic')
 
     def _stranded_by_nova(self, servers):
-        """``{server id: evidence}`` of builds Nova itself left in BUILD.
+        """``{server id: evidence}`` of what Nova itself stranded.
+
+        Builds it left in BUILD (below), and actions whose task it could
+        not revert: the driver's call failed (typed), and the compute
+        manager's error handling could not write the task's end while the
+        database restarted.  The server keeps its task, the action's event
+        never ends, and only an operator's reset ends it.
 
         A build that fails while Nova's database restarts can leave its
         server in BUILD with no host for good: the compute manager could
@@ -337,13 +350,17 @@ class ChaosRun(object):
         of this driver's is involved (no host, hence no driver), and only
         an operator's reset ends it.  Each needs Nova's line about it.
         """
+        tasks = {s['id'] for s in servers
+                 if s['status'] != 'BUILD' and s.get('task_state')}
+        found = logscan.lines_about(self.cloud.log_dir, tasks,
+                                    NOVA_TASK_STRANDED) if tasks else {}
         candidates = {s['id'] for s in servers
                       if s['status'] == 'BUILD' and not s.get('host')
                       and s.get('task_state') in (None, 'scheduling')}
         if not candidates:
-            return {}
-        found = logscan.lines_about(self.cloud.log_dir, candidates,
-                                    NOVA_STRANDED)
+            return found
+        found.update(logscan.lines_about(self.cloud.log_dir, candidates,
+                                         NOVA_STRANDED))
         requests = {op['create_request']: op['server']
                     for op in self.history.operations
                     if op.get('create_request')
@@ -361,8 +378,9 @@ class ChaosRun(object):
         for server_id, evidence in sorted(stranded.items()):
             self.history.excused.append({
                 'subject': 'server %s' % server_id, 'evidence': evidence,
-                'why': 'Nova left it in BUILD: its own error handling '
-                       'failed (no host, nothing of the driver\'s)'})
+                'why': 'Nova left it in BUILD or in its task: its own '
+                       'error handling failed while its database was '
+                       'away (nothing of the driver\'s is pending)'})
 
     def _forgive(self):
         """Out of the violations: those about servers Nova stranded.

@@ -106,6 +106,8 @@ class Workload(object):
         self._futures = []
         # {server id: Nova's line}: builds no longer waited for.
         self._stranded = {}
+        # Set when the run ends: an interrupted run waits for nothing.
+        self._closed = threading.Event()
         self.created = {}
         flavors = cloud.layout.flavors
         usable = sum(1 for node_group in cloud.layout.groups
@@ -190,6 +192,13 @@ class Workload(object):
             self._stranded.update(stranded)
 
     def close(self):
+        """No operation starts or waits any more.
+
+        An interrupted run's operations would otherwise poll a cloud that
+        is gone for the rest of their bound, and the interpreter waits for
+        the pool's threads at exit.
+        """
+        self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the plan -----------------------------------------------------------
@@ -345,7 +354,8 @@ class Workload(object):
     def settle(self, server_id, record, until, bound=BOUND):
         """Wait for the server to reach ``until`` (None: deleted) or ERROR.
 
-        Ends ``record`` with the outcome; returns it.
+        Ends ``record`` with the outcome; returns it (None, the record not
+        ended, once the workload is closed).
         """
         deadline = time.monotonic() + bound
         server = None
@@ -356,7 +366,7 @@ class Workload(object):
                 server = server or {}  # Nova's API is down: keep waiting.
             else:
                 stranded = self._stranded.get(server_id)
-                if stranded and _unplaced_build(server):
+                if stranded and _left_by_nova(server):
                     self.history.end(record, outcome=STRANDED,
                                      detail=stranded)
                     return STRANDED
@@ -387,7 +397,8 @@ class Workload(object):
                                                           server_id, state,
                                                           bound))
                 return TIMEOUT
-            time.sleep(POLL)
+            if self._closed.wait(POLL):
+                return None
 
     def _failed_event(self, server_id, request_id):
         """The failed event of an action's instance action, or None."""
@@ -431,10 +442,16 @@ def _outcome(server, until, acting=False):
     return None
 
 
-def _unplaced_build(server):
-    """Whether ``server`` is a build with no host yet."""
-    return bool(server) and server.get('status') == 'BUILD' and not (
-        server.get('OS-EXT-SRV-ATTR:host'))
+def _left_by_nova(server):
+    """Whether ``server`` is as Nova leaves what it strands.
+
+    A build with no host yet, or a task on a server past its build.
+    """
+    if not server:
+        return False
+    if server.get('status') == 'BUILD':
+        return not server.get('OS-EXT-SRV-ATTR:host')
+    return bool(server.get('OS-EXT-STS:task_state'))
 
 
 def server_dicts(compute):
