@@ -323,6 +323,44 @@ def test_leadership_events(log_dir):
         ('compute-1:4242:ab', 'leads'), ('compute-1:4242:ab', 'stands down')]
 
 
+def _handovers(monkeypatch, tmp_path, faults, events):
+    """The handovers a run tells.
+
+    ``faults`` are ``(kind, start, killed)`` on compute-2, ``events``
+    ``(seconds, member, kind)``.
+    """
+    from ironic_multi.testing.chaos import run
+
+    chaos = run.ChaosRun(run.Options(minutes=1, seed=3,
+                                     output=str(tmp_path)))
+    history = chaos.history
+    for kind, start, killed in faults:
+        record = history.fault(kind, target='compute-2')
+        record['start'], record['killed_at'] = start, killed
+    monkeypatch.setattr(logscan, 'leadership', lambda log_dir: [
+        (history.wall + at, member, kind) for at, member, kind in events])
+    chaos._leadership(str(tmp_path))
+    return [(r['what'], round(r['seconds'], 1)) for r in history.recoveries]
+
+
+LEADS = [(1, 'compute-2:1:a', 'leads'), (120, 'compute-3:1:b', 'leads')]
+
+
+def test_a_kill_that_killed_nothing_hands_nothing_over(monkeypatch,
+                                                       tmp_path):
+    # Seed 21 told a handover 670.8 s after a kill that had found no
+    # boot to catch: the kill for the takeover, much later, made it.
+    assert _handovers(monkeypatch, tmp_path, [
+        (schedule.KILL_CLAIM, 10, None), ('kill-takeover', 100, None),
+    ], LEADS) == [('leadership handover after kill-takeover', 20.0)]
+
+
+def test_a_handover_is_the_last_fault_before_it(monkeypatch, tmp_path):
+    assert _handovers(monkeypatch, tmp_path, [
+        (schedule.STOP_COMPUTE, 10, None), (schedule.KILL_DEPLOY, 100, 105),
+    ], LEADS) == [('leadership handover after kill-deploy', 15.0)]
+
+
 # -- the timeline and the report -----------------------------------------
 
 def _history():

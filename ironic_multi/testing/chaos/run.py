@@ -520,16 +520,18 @@ class ChaosRun(object):
         """Handovers: from a fault on the leader's host to a new leader.
 
         The new leader is any other member: another host's, or the same
-        host's restarted process (a member id is a process's).
+        host's restarted process (a member id is a process's).  A kill
+        fault that found nothing to kill caused nothing, and a handover
+        after a later fault on the same host is that fault's.
         """
         history = self.history
         events = logscan.leadership(log_dir)
         history.leadership = [
             {'t': history.at_wall(wall), 'member': member, 'event': kind}
             for wall, member, kind in events]
-        for fault in history.faults:
-            if not fault.get('target'):
-                continue
+        acted = [f for f in history.faults if f.get('target') and not (
+            f['kind'] in schedule.KILLS and f.get('killed_at') is None)]
+        for fault in acted:
             at = history.wall + (fault.get('killed_at') or fault['start'])
             leader = _leader_at(events, at)
             if leader is None or membership.host_of(leader) != fault[
@@ -537,11 +539,16 @@ class ChaosRun(object):
                 continue
             after = [(wall, member) for wall, member, kind in events
                      if wall > at and kind == 'leads' and member != leader]
-            if after:
-                wall, member = after[0]
-                history.recovery('leadership handover after %s'
-                                 % fault['kind'], wall - at,
-                                 'from %s to %s' % (leader, member))
+            if not after:
+                continue
+            wall, member = after[0]
+            if any(later['target'] == fault['target']
+                   and at < history.wall + later['start'] < wall
+                   for later in acted):
+                continue
+            history.recovery('leadership handover after %s'
+                             % fault['kind'], wall - at,
+                             'from %s to %s' % (leader, member))
 
     def _verdict(self, errors):
         self._forgive()

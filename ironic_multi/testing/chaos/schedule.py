@@ -49,6 +49,8 @@ KINDS = (KILL_CLAIM, KILL_DEPLOY, KILL_DELETE, STOP_COMPUTE, TERM_COMPUTE,
 # Faults on one compute: never two at once on the same one.
 ON_A_COMPUTE = frozenset((KILL_CLAIM, KILL_DEPLOY, KILL_DELETE, STOP_COMPUTE,
                           TERM_COMPUTE, PARTITION))
+# Faults that SIGKILL a compute once they catch the phase they aim at.
+KILLS = frozenset((KILL_CLAIM, KILL_DEPLOY, KILL_DELETE))
 # What else a fault holds for its duration: one fault per resource at a
 # time (the proxy applies one fault to a request; a kill during a claim
 # delays that claim in the proxy).
