@@ -80,6 +80,21 @@ def test_requests_are_served_once_by_the_hosts_they_name(services):
     assert len(a.desk.answers) == 2
 
 
+def test_an_answer_is_not_taken_back_by_an_older_list(services):
+    # Two requests end at once; the thread of the first one reaches the
+    # publishing last, with the list of answers it saw.  .ci/run saw the
+    # operator wait 5 s for answers that were served.
+    start, operator = services
+    a = start('a')
+    first = {'id': 'first', 'host': 'a', 'result': {}}
+    second = {'id': 'second', 'host': 'a', 'result': {}}
+    a.desk.answers = [first, second]
+    a.desk._on_answer([first])
+    requester = board.Requester(operator)
+    assert set(requester.answers('second', timeout=2, poll=0.1)) == {'a'}
+    assert set(requester.answers('first', timeout=2, poll=0.1)) == {'a'}
+
+
 def test_a_request_that_fails_unexpectedly_is_answered(services, caplog):
     start, operator = services
     a = start('a')
