@@ -15,8 +15,10 @@
 """The sandbox's failures: checked before the start, reported by cause."""
 
 import argparse
+import contextlib
 import time
 import types
+from unittest import mock
 
 import fixtures
 import pytest
@@ -157,6 +159,31 @@ def test_a_ring_that_disagrees_within_the_group_names_no_one():
 
     assert str(raised.value) == (
         'the compute services do not agree on the shard ring')
+
+
+def test_wave_2_waits_for_the_survivors_to_report_what_moved():
+    # .ci/run saw wave 2 fail with NoValidHost: posted the moment the
+    # adoptions ended, before the survivor reported the moved keys' nodes
+    # and traits to placement.
+    calls = []
+    scene = _scenario({})
+    scene.sampler = mock.Mock()
+    scene.nova = mock.Mock()
+    scene.nova.refresh_capacity.side_effect = (
+        lambda hosts: calls.append(('refresh_capacity', hosts)))
+    scene.live = frozenset({'compute1'})
+    scene.args.sample_period = scene.args.resource_interval = 1
+    for step in ('start_ironic', 'enroll', 'start_nova', 'create_flavors',
+                 'delete_some', 'settle', 'collect'):
+        setattr(scene, step, mock.Mock())
+    scene.start_coordination = mock.Mock(return_value=('file://x', 'g'))
+    scene.stop_compute = lambda: calls.append('stop_compute')
+    scene.boot_wave = lambda index: calls.append(('boot_wave', index))
+    with mock.patch.object(scenario.worker_mod, 'Worker'), \
+            mock.patch.object(scenario.sampler_mod, 'Sampler'):
+        scene.run(contextlib.ExitStack())
+    assert calls == [('boot_wave', 0), 'stop_compute',
+                     ('refresh_capacity', ['compute1']), ('boot_wave', 1)]
 
 
 # -- where it runs ------------------------------------------------------------
