@@ -723,6 +723,35 @@ def test_an_action_given_up_as_stranded_is_waited_for_no_more(
         workload.STRANDED)
 
 
+def test_keystone_failing_a_token_is_an_api_error(monkeypatch):
+    # The reduced run's Ironic-restart probe died on it in .ci/run
+    # (Keystone answered 500 while a new connection got its token): its
+    # boot never ended, and the recovery figure was lost.
+    from keystoneauth1 import exceptions as ks_exceptions
+
+    from ironic_multi.testing.chaos import workload
+
+    ops = _workload([])
+    ops.cloud.flavors, ops.cloud.image_id = {'gold': 'f1'}, 'i1'
+    monkeypatch.setattr(ops, 'connection', mock.Mock(
+        side_effect=ks_exceptions.InternalServerError()))
+    server_id, record = ops.post_boot('gold', origin='probe')
+    assert server_id is None
+    assert record['outcome'] == workload.API_ERROR
+    assert 'InternalServerError' in record['detail']
+
+
+def test_an_operation_that_never_ended_is_a_violation(tmp_path):
+    chaos = _stranding_run(tmp_path, {})
+    history = chaos.history
+    history.end(history.operation(schedule.BOOT, server='s1'), outcome='ok')
+    history.operation(schedule.BOOT, origin='probe')
+    result = chaos._verdict([])
+    assert not result.passed
+    assert [v['detail'] for v in history.violations] == [
+        'boot of None (probe): never ended']
+
+
 def test_a_closed_workload_waits_no_more(monkeypatch):
     # Ctrl-C on a run: its cloud is gone, and each operation's thread
     # polled it for the rest of its bound (300 s) before the process

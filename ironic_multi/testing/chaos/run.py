@@ -551,6 +551,13 @@ class ChaosRun(object):
                              'from %s to %s' % (leader, member))
 
     def _verdict(self, errors):
+        # An operation whose thread died (a harness error) never ended.
+        for op in self.history.operations:
+            if op.get('end') is None:
+                self.history.violation(invariants.BOUNDED, '%s of %s (%s): '
+                                       'never ended' % (
+                                           op['kind'], op.get('server'),
+                                           op.get('origin')))
         self._forgive()
         untyped = [e for e in errors if logscan.classify(e) ==
                    logscan.UNTYPED]

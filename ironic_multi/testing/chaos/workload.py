@@ -127,8 +127,10 @@ class Workload(object):
         return connections[name]
 
     def _call(self, method, path, name=cloud_mod.DEMO_CLOUD, **kwargs):
-        compute = self.connection(name).compute
         try:
+            # The first call of a connection gets a token: Keystone may
+            # answer 500 while its database restarts.
+            compute = self.connection(name).compute
             answer = getattr(compute, method)(
                 path, microversion=MICROVERSION, timeout=API_TIMEOUT,
                 **kwargs)
