@@ -257,10 +257,11 @@ class Reserver(object):
         """
         self.desk.serve(self.membership.published())
 
-    def _publish_answers(self, answers):
-        # Every answer so far, read under the lock: two requests that end
-        # at once reach it in either order, and the one that publishes
-        # last must not take back the other's answer with an older list.
+    def _publish_answers(self, _seen):
+        # Every answer so far, read under the lock, not the list the
+        # request's thread saw: two requests that end at once reach it in
+        # either order, and the one that publishes last must not take
+        # back the other's answer with an older list.
         with self._publish_lock:
             self.capacity.amend(answers=self.desk.answers)
 
