@@ -187,6 +187,36 @@ def test_a_node_deleted_from_ironic_is_not_a_dead_end(ironic):
         ironic.wipe()
 
 
+def test_a_deploy_ironic_refuses_fails_with_its_reason(ironic):
+    """No validation request of its own: the provision request's 400.
+
+    Ironic validates a node when asked to deploy it; here it refuses
+    instance traits the node lacks.
+    """
+    for use_allocations in (True, False):
+        (node,) = ironic.enroll_nodes(1, shard=SHARD)
+        provider = provider_via(ironic.server.endpoint,
+                                use_allocations=use_allocations)
+        claimed = claim(provider, INSTANCE_A)
+        deployment = provider_contract.deployment(INSTANCE_A)
+        deployment.instance_info['traits'] = ['CUSTOM_NOT_ON_THE_NODE']
+
+        with pytest.raises(exception.DeployFailed) as e:
+            provider.deploy(claimed, deployment)
+
+        assert e.value.node == node
+        assert 'CUSTOM_NOT_ON_THE_NODE' in str(e.value)
+        # Taken back, but still claimed: nothing deployed, nothing of the
+        # deploy's left in instance_info but the ownership mark.
+        found = ironic.get_node(node)
+        assert found['provision_state'] == 'available'
+        assert found['instance_uuid'] == INSTANCE_A
+        assert set(found['instance_info']) <= {'ironic_multi'}
+        provider.release(INSTANCE_A)
+        assert ironic.get_node(node)['instance_uuid'] is None
+        ironic.wipe()
+
+
 @pytest.fixture
 def small_pages():
     """An Ironic that answers at most 2 nodes a page."""

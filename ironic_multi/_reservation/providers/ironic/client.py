@@ -426,9 +426,6 @@ class IronicAPI(object):
         with _node_errors(node):
             self._request('DELETE', '/v1/nodes/%s/maintenance' % node)
 
-    def validate_node(self, node):
-        return self._request('GET', '/v1/nodes/%s/validate' % node)
-
     def list_vifs(self, node):
         return [v['id'] for v in
                 self._request('GET', '/v1/nodes/%s/vifs' % node)['vifs']]

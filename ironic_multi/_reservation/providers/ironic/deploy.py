@@ -20,7 +20,8 @@ the provider claims before :meth:`Deployer.deploy` and releases after
 ``[ironic_multi] deploy_timeout`` or ``unprovision_timeout``.
 
 Every write is made only while the node holds the instance: the node is
-read before each write and each provision request, and the writes of
+read before each write and each provision request (the answer to the
+write of ``instance_info`` is such a read), and the writes of
 ``instance_info`` carry the ownership mark's guard (:mod:`.ownership`),
 so that Ironic refuses them once the node holds another instance.  A
 claim released behind a deploy's back (a stuck claim timed out by the
@@ -72,6 +73,15 @@ def instance_info_patch(deployment, guard=None):
         for key, value in sorted(info.items())]
 
 
+def _check_holds(node, current, instance_uuid):
+    """:raises DeployFailed: ``current`` (node dict) no longer holds it."""
+    if current.get('instance_uuid') != instance_uuid:
+        holder = current.get('instance_uuid') or 'none'
+        raise exception.DeployFailed(
+            node=node, reason='the node no longer holds instance %s (it '
+                              'holds %s)' % (instance_uuid, holder))
+
+
 class Deployer(object):
     """Deploy, rebuild and tear down nodes through an IronicAPI.
 
@@ -103,13 +113,16 @@ class Deployer(object):
             # No request may outlive the deploy's bound, not even one that
             # Ironic never answers.
             with self._bounded(self._opts.deploy_timeout):
-                self._write_instance_info(node, deployment)
-                if deployment.vifs:
-                    self._holder(node, deployment.instance_uuid)
+                written = self._write_instance_info(node, deployment)
+                # The write's answer is the node as it is after the write.
+                _check_holds(node, written, deployment.instance_uuid)
                 for vif in deployment.vifs:
                     self._api.attach_vif(node, vif)
-                self._validate(node)
-                self._holder(node, deployment.instance_uuid)
+                if deployment.vifs:
+                    self._holder(node, deployment.instance_uuid)
+                # No validation request of its own: Ironic validates the
+                # power and deploy interfaces when asked to deploy, and
+                # refuses (400) with the reasons that request would give.
                 self._provision(node, states.TARGET_ACTIVE, deployment)
                 self._wait_for_active(node, deployment.instance_uuid,
                                       should_stop)
@@ -136,8 +149,8 @@ class Deployer(object):
         """
         try:
             with self._bounded(self._opts.deploy_timeout):
-                self._write_instance_info(node, deployment)
-                self._holder(node, deployment.instance_uuid)
+                written = self._write_instance_info(node, deployment)
+                _check_holds(node, written, deployment.instance_uuid)
                 self._provision(node, states.TARGET_REBUILD, deployment)
                 self._wait_for_active(node, deployment.instance_uuid)
         except exception.DeployFailed:
@@ -153,11 +166,7 @@ class Deployer(object):
         :raises DeployFailed: it does not (any more).
         """
         current = self._api.get_node(node, fields=HOLDER_FIELDS)
-        if current.get('instance_uuid') != instance_uuid:
-            holder = current.get('instance_uuid') or 'none'
-            raise exception.DeployFailed(
-                node=node, reason='the node no longer holds instance %s (it '
-                                  'holds %s)' % (instance_uuid, holder))
+        _check_holds(node, current, instance_uuid)
         return current
 
     def _write_instance_info(self, node, deployment):
@@ -167,6 +176,8 @@ class Deployer(object):
         does, and holds the node for the instance): it gets the group's
         mark with this write.  So does a node claimed before marks, being
         rebuilt for its instance.
+
+        :returns: the node as Ironic answered the write.
         """
         instance_uuid = deployment.instance_uuid
         current = self._holder(node, instance_uuid)
@@ -180,7 +191,7 @@ class Deployer(object):
             patch = instance_info_patch(
                 deployment, ownership.guard(instance_uuid, mark['group']))
         try:
-            self._api.patch_node(node, patch)
+            return self._api.patch_node(node, patch)
         except exception.IronicAPIError as e:
             if mark is not None and e.status_code == 400:
                 raise exception.DeployFailed(
@@ -188,15 +199,6 @@ class Deployer(object):
                                       'under its mark: %s' % (
                                           deployment.instance_uuid, e))
             raise
-
-    def _validate(self, node):
-        result = self._api.validate_node(node) or {}
-        bad = ['%s: %s' % (iface, (result.get(iface) or {}).get('reason'))
-               for iface in ('deploy', 'power')
-               if not (result.get(iface) or {}).get('result')]
-        if bad:
-            raise exception.DeployFailed(
-                node=node, reason='validation failed (%s)' % '; '.join(bad))
 
     def _provision(self, node, target, deployment):
         body = None

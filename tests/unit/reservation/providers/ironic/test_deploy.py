@@ -37,8 +37,6 @@ NODE = '1be26c0b-03f2-4d2e-ae87-c02d7f33c123'
 INSTANCE = 'a7a9a2a6-7ee0-4a4c-bb36-6b6a0cbd2d01'
 OTHER = 'd3c1e9a0-55a5-4f0e-8a43-2f1b9f8e0c77'
 IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
-VALID = {'deploy': {'result': True}, 'power': {'result': True},
-         'rescue': {'result': None, 'reason': 'not supported'}}
 VIFS = ('vif-1', 'vif-2')
 INFO = {'root_gb': '40', 'capabilities': json.dumps({'boot_mode': 'uefi'}),
         'traits': ['CUSTOM_IMAGE']}
@@ -53,8 +51,9 @@ def conf():
 @pytest.fixture
 def api():
     api = mock.create_autospec(client.IronicAPI, instance=True)
-    api.validate_node.return_value = VALID
     api.list_vifs.return_value = []
+    # Ironic answers a PATCH with the node as it is after the write.
+    api.patch_node.side_effect = lambda uuid, patch, **kw: node()
     return api
 
 
@@ -186,8 +185,7 @@ def test_the_host_mark_tells_the_instances_of_a_host(provider, api):
 
 # -- deploy -------------------------------------------------------------------
 
-def test_deploy_writes_attaches_validates_provisions_and_waits(provider, api,
-                                                               clock):
+def test_deploy_writes_attaches_provisions_and_waits(provider, api, clock):
     answers(api, node('deploying', target='active'),
             node('wait call-back', target='active'),
             node('active', power_state='power on'))
@@ -203,17 +201,18 @@ def test_deploy_writes_attaches_validates_provisions_and_waits(provider, api,
     assert info['traits'] == ['CUSTOM_IMAGE']
     assert [c.args for c in api.attach_vif.call_args_list] == [
         (NODE, 'vif-1'), (NODE, 'vif-2')]
-    api.validate_node.assert_called_once_with(NODE)
     api.set_provision_state.assert_called_once_with(NODE, 'active',
                                                     body=None)
-    # instance_info and VIFs are in place before Ironic validates, and
-    # the wait starts once the deploy was asked for.  The node is read
-    # before each write and before the provision request: it must still
-    # hold the instance.
+    # instance_info and VIFs are in place before the provision request
+    # (Ironic validates the node then), and the wait starts once the
+    # deploy was asked for.  The node is read before each write and
+    # before the provision request (the PATCH's answer is the read
+    # before the VIFs): it must still hold the instance.  No request of
+    # Ironic's validation of its own.
     assert [name for name, _args, _kwargs in api.mock_calls
             if not name.startswith('bounded')] == [
-        'get_node', 'patch_node', 'get_node', 'attach_vif', 'attach_vif',
-        'validate_node', 'get_node', 'set_provision_state',
+        'get_node', 'patch_node', 'attach_vif', 'attach_vif',
+        'get_node', 'set_provision_state',
         'get_node', 'get_node', 'get_node']
     # Every request of it is bounded by the deploy's timeout.
     (deadline,) = api.bounded.call_args.args
@@ -237,20 +236,28 @@ def test_deploy_without_vifs(provider, api, clock):
     provider.deploy(reservation(), deployment(vifs=()))
     assert not api.attach_vif.called
     assert provision_calls(api) == ['active']
+    # The read before the write, then the PATCH's answer: no read
+    # between the write and the provision request.
+    assert [name for name, _args, _kwargs in api.mock_calls
+            if not name.startswith('bounded')] == [
+        'get_node', 'patch_node', 'set_provision_state', 'get_node']
 
 
 def test_validation_failure_undoes_and_fails(provider, api, clock):
-    api.validate_node.return_value = {
-        'deploy': {'result': False, 'reason': 'no image'},
-        'power': {'result': True}}
+    # Ironic validates the power and deploy interfaces when asked to
+    # deploy, and refuses the request with the reason.
+    api.set_provision_state.side_effect = api_error(
+        400, 'Failed to validate deploy or power info for node %s: no '
+             'image' % NODE)
     # The undo reads the claimed, undeployed node.
     api.get_node.return_value = node('available')
     api.list_vifs.return_value = ['vif-3']
     with pytest.raises(exception.DeployFailed) as e:
         provider.deploy(reservation(), deployment())
+    assert 'Failed to validate deploy or power info' in str(e.value)
     assert 'no image' in str(e.value)
     assert e.value.node == NODE
-    assert provision_calls(api) == []
+    assert provision_calls(api) == ['active']
     assert sorted(c.args[1] for c in api.detach_vif.call_args_list) == [
         'vif-1', 'vif-2', 'vif-3']
     api.patch_node.assert_called_with(NODE, [
@@ -299,7 +306,6 @@ def test_an_ironic_error_fails_the_deploy_after_undoing_it(
         provider.deploy(reservation(), deployment())
     assert 'no free port' in str(e.value)
     assert e.value.__cause__ is refused
-    assert not api.validate_node.called
     assert provision_calls(api) == []
     assert cleared_instance_info(api)
 
@@ -323,8 +329,14 @@ def test_a_node_taken_from_the_instance_fails_without_touching_it(
 def test_a_node_taken_during_the_deploy_is_never_provisioned(
         provider, api, clock, moment):
     taken = marked('available', instance_uuid=OTHER)
-    reads = {'before VIFs': [marked(), taken],
-             'before provisioning': [marked(), marked(), taken]}[moment]
+    if moment == 'before VIFs':
+        # Taken as the write went through: its answer says so.  (A write
+        # under a mark would be refused; a node claimed by allocation has
+        # no mark before this write.)
+        reads = [node()]
+        api.patch_node.side_effect = lambda uuid, patch, **kw: taken
+    else:
+        reads = [marked(), taken]
     holders = iter(reads)
     answers(api, taken)
     api.get_node.side_effect = lambda uuid, fields=None: (
@@ -358,7 +370,7 @@ def test_should_stop_ends_the_wait_undoes_and_passes_through(provider, api,
 
     def should_stop():
         # The holder checks of the deploy came first.
-        if api.get_node.call_count == 3:
+        if api.get_node.call_count == 2:
             raise Deleted()
 
     answers(api, node('deploying', target='active'),
@@ -528,8 +540,9 @@ def test_rebuild_reimages_in_place(provider, api, clock):
     assert info['image_source'] == IMAGE
     api.set_provision_state.assert_called_once_with(NODE, 'rebuild',
                                                     body=None)
-    # Two checks of who holds the node, three reads of the wait.
-    assert api.get_node.call_count == 5
+    # One read of who holds the node (then the PATCH's answer), three
+    # reads of the wait.
+    assert api.get_node.call_count == 4
     # A rebuild keeps the node and its network.
     assert not api.attach_vif.called and not api.detach_vif.called
 
