@@ -29,7 +29,12 @@ waitress behind Keystone), one after the other:
 
 One at a time: three clouds at once took more than the 151 connections
 of a default MariaDB (the Nova API answered 500), and each would carry
-the others' periodic load.
+the others' periodic load.  In two rounds, the second in the reverse
+order (ours, in-tree, fake; then fake, in-tree, ours): the machine's
+speed drifts over a run (another job starts or ends), and a drift that
+one order gives to the first cloud the other gives to the last.  The
+samples of both rounds are pooled; each round's ratios are reported
+too, to show the spread.
 
 Each sample POSTs a burst of B servers (5 at a time) with the demo
 project's token and polls Nova's API every 0.5 s: a server's boot
@@ -90,8 +95,11 @@ NOVA_OPTIONS = {'filter_scheduler': {'shuffle_best_same_weighed_hosts': True}}
 NODES = 16
 # A burst of 12 on 16 nodes: the p95 of 60 boots per cloud is the 57th.
 SERVERS = 12
-SAMPLES = 5
+# Per cloud and round: 6 samples of each cloud in all.
+SAMPLES = 3
 QUICK_SAMPLES = 1
+ROUNDS = ((OURS, IN_TREE, FAKE), (FAKE, IN_TREE, OURS))
+QUICK_ROUNDS = ROUNDS[:1]
 # Bursts run first and not counted: the first burst of a new cloud was
 # slower on every cloud (fake: p50 4.5 s, then 2.8 s).
 WARMUPS = 1
@@ -120,42 +128,61 @@ def _layout(computes):
 
 def measure(bench):
     samples = QUICK_SAMPLES if bench.args.quick else SAMPLES
-    runs = {}
-    deploys = {}
-    for name, (driver, computes, options) in CLOUDS.items():
-        with cloud_mod.Cloud(computes=computes, layout=_layout(computes),
-                             compute_driver=driver, compute_options=options,
-                             nova_options=NOVA_OPTIONS,
-                             log_dir=_log_dir(name)) as cloud:
-            print('%s cloud ready in %.0f s' % (name, cloud.start_seconds),
-                  flush=True)
-            flavor = _flavor(cloud, name == FAKE)
-            if name == FAKE:
-                deploys = _ironic_deploys(cloud)
-                print('Ironic alone: deploy p50 %.1f s one at a time, '
-                      '%.1f s in a burst of %d' % (
-                          statistics.median(deploys['one at a time']),
-                          statistics.median(deploys['burst']), SERVERS),
-                      flush=True)
-            runs[name] = []
-            for index in range(WARMUPS + samples):
-                run = _sample(cloud, flavor, ironic=name != FAKE)
-                warmup = index < WARMUPS
-                print('%s %s %d: %s' % (
-                    name, 'warm-up' if warmup else 'sample',
-                    index + 1 - (0 if warmup else WARMUPS), _brief(run)),
-                    flush=True)
-                if not warmup:
-                    runs[name].append(run)
+    rounds = QUICK_ROUNDS if bench.args.quick else ROUNDS
+    runs = {name: [] for name in CLOUDS}
+    deploys = {'one at a time': [], 'burst': []}
+    for index, order in enumerate(rounds):
+        for name in order:
+            print('round %d: %s' % (index + 1, name), flush=True)
+            found, runs_of_round = _measure_cloud(
+                name, samples, '%s-%d' % (name, index + 1))
+            for kind, seconds in found.items():
+                deploys[kind] += seconds
+            for run in runs_of_round:
+                runs[name].append(dict(run, round=index + 1))
     return _report(runs, deploys)
 
 
-def _log_dir(name):
+def _measure_cloud(name, samples, label):
+    """``(Ironic's own deploys, samples)`` of a new cloud of ``name``.
+
+    Its logs go to ``bench-LABEL``.
+    """
+    driver, computes, options = CLOUDS[name]
+    found = {}
+    runs = []
+    with cloud_mod.Cloud(computes=computes, layout=_layout(computes),
+                         compute_driver=driver, compute_options=options,
+                         nova_options=NOVA_OPTIONS,
+                         log_dir=_log_dir(label)) as cloud:
+        print('%s cloud ready in %.0f s' % (name, cloud.start_seconds),
+              flush=True)
+        flavor = _flavor(cloud, name == FAKE)
+        if name == FAKE:
+            found = _ironic_deploys(cloud)
+            print('Ironic alone: deploy p50 %.1f s one at a time, '
+                  '%.1f s in a burst of %d' % (
+                      statistics.median(found['one at a time']),
+                      statistics.median(found['burst']), SERVERS),
+                  flush=True)
+        for index in range(WARMUPS + samples):
+            run = _sample(cloud, flavor, ironic=name != FAKE)
+            warmup = index < WARMUPS
+            print('%s %s %d: %s' % (
+                name, 'warm-up' if warmup else 'sample',
+                index + 1 - (0 if warmup else WARMUPS), _brief(run)),
+                flush=True)
+            if not warmup:
+                runs.append(run)
+    return found, runs
+
+
+def _log_dir(label):
     """Where a cloud's logs stay: under tox's cloud-logs, else nowhere."""
     root = os.environ.get('IRONIC_MULTI_CLOUD_LOG_DIR')
     if not root:
         return None
-    path = os.path.join(root, 'bench-%s' % name)
+    path = os.path.join(root, 'bench-%s' % label)
     shutil.rmtree(path, ignore_errors=True)
     return path
 
@@ -327,6 +354,24 @@ def _phases(cloud, latencies):
     return dict(phases)
 
 
+def _ratios_per_round(runs, deploy):
+    """Both ratios of each round alone (Ironic's deploy pooled)."""
+    rounds = sorted({run.get('round', 1) for samples in runs.values()
+                     for run in samples})
+    found = []
+    for number in rounds:
+        p50 = {name: _percentile([v for run in samples
+                                  if run.get('round', 1) == number
+                                  for v in run['latencies']], 50)
+               for name, samples in runs.items()}
+        found.append({
+            'round': number,
+            'ours_p50_over_in_tree': round(p50[OURS] / p50[IN_TREE], 2),
+            'ours_p50_over_fake_plus_deploy': round(
+                p50[OURS] / (p50[FAKE] + deploy), 2)})
+    return found
+
+
 def _check(cloud, active_at):
     """Every ACTIVE server on one active node of its own."""
     held = cloud.held_nodes()
@@ -418,6 +463,7 @@ def _report(runs, deploys):
     deploy = statistics.median(deploys['burst'])
     ours, in_tree, fake = (summary[n] for n in (OURS, IN_TREE, FAKE))
     floor = fake['p50'] + deploy
+    per_round = _ratios_per_round(runs, deploy)
     rows = [[name, '%d/%d' % (s['active'], s['servers']),
              '%.1f' % s['p50'], '%.1f' % s['p95'],
              '%.1f' % s['boots_per_minute']]
@@ -463,11 +509,20 @@ def _report(runs, deploys):
                     ours['boots_per_minute']
                     / in_tree['boots_per_minute'], 2),
             },
+            'ratios_per_round': per_round,
             'notes': ['%d servers per sample, %d samples per cloud (after '
-                      '%d warm-up), one cloud at a time; %d nodes per '
-                      'cloud; both drivers read a deploying node every %d '
-                      's' % (SERVERS, len(runs[OURS]), WARMUPS, NODES,
-                             POLL_INTERVAL),
+                      '%d warm-up per cloud started), one cloud at a time, '
+                      'in %d round(s), the second in reverse order; %d '
+                      'nodes per cloud; both drivers read a deploying node '
+                      'every %d s' % (SERVERS, len(runs[OURS]), WARMUPS,
+                                      len(per_round), NODES, POLL_INTERVAL),
+                      'per round, ours p50 / in-tree p50: %s; ours p50 / '
+                      '(fake p50 + Ironic burst deploy p50): %s' % (
+                          ', '.join('%.2fx' % r['ours_p50_over_in_tree']
+                                    for r in per_round),
+                          ', '.join('%.2fx' % r[
+                              'ours_p50_over_fake_plus_deploy']
+                              for r in per_round)),
                       'phases (from the computes\' logs): before build = '
                       'API, scheduler, conductor, RPC and the 0.5 s poll; '
                       'build = the compute\'s build; spawn = the '
