@@ -36,6 +36,7 @@ from ironic_multi._reservation.providers.ironic import provider as \
     ironic_provider
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server
+from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 
 MARK = ownership.mark('change-reads')
@@ -258,3 +259,30 @@ def test_a_change_in_a_second_the_listing_passed_is_seen_next(
     assert _holders(provider) == {
         n['uuid']: n['instance_uuid']
         for n in api.list_nodes(fields=['uuid', 'instance_uuid'])}
+
+
+def test_a_retired_node_is_not_capacity(ironic):
+    """The pool's fields held no ``retired``: a retired node counted.
+
+    Capacity leaves out retired nodes, but a full read never told them
+    apart.  (Ironic retires a deployed or manageable node, never an
+    available one.)
+    """
+    retiring, kept = ironic.enroll_nodes(2, shard=SHARD)
+    provider = _provider(ironic)
+    provider.refresh({SHARD})
+    instance = provider_contract.new_instance()
+    request = provider_contract.request('baremetal')
+    claimed = provider.claim(
+        [n for n in provider.ready_nodes(request, {SHARD})
+         if n['uuid'] == retiring], instance, request, time.monotonic() + 30)
+    provider.deploy(claimed, provider_contract.deployment(instance))
+    ironic.request('PATCH', '/v1/nodes/%s' % retiring, json=[
+        {'op': 'replace', 'path': '/retired', 'value': True}])
+
+    provider = _provider(ironic)
+    provider.refresh({SHARD})
+
+    counts = provider.capacity({SHARD})[SHARD]['baremetal']
+    assert counts == {'total': 1, 'free': 1}, counts
+    assert retiring in {n['uuid'] for n in provider.nodes({SHARD})}

@@ -44,7 +44,7 @@ LOG = logging.getLogger(__name__)
 
 _BASE_FIELDS = ('uuid', 'name', 'resource_class', 'properties', 'traits',
                 'instance_uuid', 'provision_state', 'maintenance',
-                'power_state', 'conductor_group', 'extra')
+                'retired', 'power_state', 'conductor_group', 'extra')
 # Not ``allocation_uuid``: Ironic 39 answers HTTP 500 when it is in
 # ``fields``.  An allocation sets instance_uuid anyway.
 _FEATURE_FIELDS = {'owner': ('owner',), 'lessee': ('lessee',),
