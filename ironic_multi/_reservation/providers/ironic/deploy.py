@@ -113,9 +113,7 @@ class Deployer(object):
             # No request may outlive the deploy's bound, not even one that
             # Ironic never answers.
             with self._bounded(self._opts.deploy_timeout):
-                written = self._write_instance_info(node, deployment)
-                # The write's answer is the node as it is after the write.
-                _check_holds(node, written, deployment.instance_uuid)
+                self._write_instance_info(node, deployment)
                 for vif in deployment.vifs:
                     self._api.attach_vif(node, vif)
                 if deployment.vifs:
@@ -149,8 +147,7 @@ class Deployer(object):
         """
         try:
             with self._bounded(self._opts.deploy_timeout):
-                written = self._write_instance_info(node, deployment)
-                _check_holds(node, written, deployment.instance_uuid)
+                self._write_instance_info(node, deployment)
                 self._provision(node, states.TARGET_REBUILD, deployment)
                 self._wait_for_active(node, deployment.instance_uuid)
         except exception.DeployFailed:
@@ -177,7 +174,10 @@ class Deployer(object):
         mark with this write.  So does a node claimed before marks, being
         rebuilt for its instance.
 
-        :returns: the node as Ironic answered the write.
+        Ironic's answer to the write is the node as it is after it: it is
+        checked as a read of the holder would be.
+
+        :raises DeployFailed: the node no longer holds the instance.
         """
         instance_uuid = deployment.instance_uuid
         current = self._holder(node, instance_uuid)
@@ -191,7 +191,7 @@ class Deployer(object):
             patch = instance_info_patch(
                 deployment, ownership.guard(instance_uuid, mark['group']))
         try:
-            return self._api.patch_node(node, patch)
+            written = self._api.patch_node(node, patch)
         except exception.IronicAPIError as e:
             if mark is not None and e.status_code == 400:
                 raise exception.DeployFailed(
@@ -199,6 +199,7 @@ class Deployer(object):
                                       'under its mark: %s' % (
                                           deployment.instance_uuid, e))
             raise
+        _check_holds(node, written, instance_uuid)
 
     def _provision(self, node, target, deployment):
         body = None
