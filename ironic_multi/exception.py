@@ -259,6 +259,14 @@ class StaticInventoryInvalid(ConfigInvalid):
     msg_fmt = 'Static node inventory %(path)s is invalid: %(reason)s'
 
 
+# Nova --------------------------------------------------------------------
+
+class NovaUnavailable(IronicMultiError):
+    """Nova's conductor did not answer (message bus down, timeout)."""
+
+    msg_fmt = 'Nova did not answer: %(reason)s'
+
+
 # Coordination ------------------------------------------------------------
 
 class CoordinationUnavailable(IronicMultiError):

@@ -19,6 +19,7 @@ reads the cell database): an instance that is deleted, or that Nova never
 had, is gone.
 """
 
+import functools
 import hashlib
 import urllib.parse
 
@@ -30,12 +31,32 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from ironic_multi._reservation import housekeeper
+from ironic_multi import exception
 
 CONF = nova_conf.CONF
 LOG = logging.getLogger(__name__)
 
 # UUIDs per database query.
 _CHUNK = 500
+# What a call through the conductor raises when no answer comes: the
+# broker restarts, or the conductor is down or busy.
+_NO_ANSWER = (oslo_messaging.MessagingTimeout,
+              oslo_messaging.MessageDeliveryFailure)
+
+
+def asking_nova(function):
+    """``function``, with Nova not answering raised as NovaUnavailable.
+
+    For the periodics that ask Nova: a broker restart is the weather, not
+    a bug, and the next pass asks again.
+    """
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except _NO_ANSWER as e:
+            raise exception.NovaUnavailable(reason=e) from e
+    return call
 
 
 def instance_states(instance_uuids):

@@ -118,12 +118,12 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             # table per interval, well inside Nova's own service_down_time;
             # the operator's "instances adopt" is served sooner.
             self._reserver.add_periodic(
-                'takeover', self._takeover.run,
+                'takeover', consumers.asking_nova(self._takeover.run),
                 CONF.ironic_multi.pool_refresh_interval)
         # Nova leaves some tasks on an instance after their request
         # failed (a request queued for a restarted compute).
         self._reserver.add_periodic(
-            'left tasks', self._end_left_tasks,
+            'left tasks', consumers.asking_nova(self._end_left_tasks),
             CONF.ironic_multi.pool_refresh_interval)
         # Nodes claimed by a version without ownership marks get this
         # group's mark from the service that owns their instance: at

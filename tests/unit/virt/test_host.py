@@ -15,8 +15,13 @@
 from unittest import mock
 import uuid
 
+from nova import objects
+import oslo_messaging
+import pytest
+
 from ironic_multi._virt import driver
 from ironic_multi._virt import host
+from ironic_multi import exception
 from tests.unit.virt import fakes
 
 # What the resource tracker refuses to start without.
@@ -85,3 +90,29 @@ def test_init_host_builds_the_reserver_of_the_host():
 
 def test_cleanup_before_init_host_is_harmless():
     driver.IronicMultiDriver(None).cleanup_host(fakes.HOST)
+
+
+@pytest.mark.parametrize('name, nova_call', [
+    ('left tasks', (objects.InstanceList, 'get_by_filters')),
+    ('takeover', (objects.ServiceList, 'get_by_binary')),
+])
+def test_nova_not_answering_a_periodic_is_a_typed_error(
+        conf, reserver, monkeypatch, name, nova_call):
+    # Nova's objects ask its conductor over the message bus: a broker
+    # restart times the call out.  The periodic retries; no bug to log.
+    conf.config(takeover_forced_down=True, group='ironic_multi')
+    drv = driver.IronicMultiDriver(None, reserver=reserver)
+    drv.init_host(fakes.HOST)
+    periodic = {n: f for n, f, _interval in reserver.periodics}[name]
+
+    def times_out(*args, **kwargs):
+        raise oslo_messaging.MessagingTimeout('Timed out waiting for a '
+                                              'reply to message ID 1c9e')
+
+    monkeypatch.setattr(*nova_call, times_out)
+    with pytest.raises(exception.NovaUnavailable) as raised:
+        periodic()
+    assert 'Timed out waiting for a reply to message ID 1c9e' in str(
+        raised.value)
+    assert isinstance(raised.value.__cause__,
+                      oslo_messaging.MessagingTimeout)

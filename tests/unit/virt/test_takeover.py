@@ -1073,8 +1073,11 @@ def test_driver_registers_the_takeover(conf, flags, periodic):
     assert reserver.handlers == {'adopt': drv.takeover.serve}
     assert drv.takeover.host == fakes.HOST
     assert drv.takeover._client() == 'rc'
+    registered = [(name, function.__wrapped__, interval)
+                  for name, function, interval in reserver.periodics
+                  if name == 'takeover']
     expected = [('takeover', drv.takeover.run, 17)] if periodic else []
-    assert [p for p in reserver.periodics if p[0] == 'takeover'] == expected
+    assert registered == expected
 
 
 def test_an_instance_deleted_meanwhile_is_skipped_in_one_line(
