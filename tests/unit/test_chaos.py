@@ -200,6 +200,41 @@ def test_foreign_nodes_and_allocations_kept():
     assert 'allocation al' in found[1]
 
 
+FOREIGN = '0d3a25b8-472c-4d79-b148-a111fbaf7c2d'
+OURS = '5de257c6-0a8e-4a51-9d4f-6a1b2c3d4e5f'
+# Ironic's access log, as a chaos run wrote it.
+IRONIC_LOG = '''\
+2026-11-26 09:02:40.100 20547 INFO ironic.api [None req-1 c46a - - all \
+default -] 127.0.0.1 - PATCH /v1/nodes/%(foreign)s - 200 (30.1ms)
+2026-11-26 09:02:48.763 20547 INFO ironic.api [None req-2 26fe - - all \
+default -] 127.0.0.1 - GET /v1/nodes/%(foreign)s?fields=uuid - 200 (4.9ms)
+2026-11-26 09:03:58.801 20547 INFO ironic.api [None req-3 26fe - - all \
+default -] 127.0.0.1 - PUT /v1/nodes/%(foreign)s/states/provision - 400 \
+(12.0ms)
+2026-11-26 09:03:59.001 20547 INFO ironic.api [None req-4 26fe - - all \
+default -] 127.0.0.1 - PATCH /v1/nodes/%(ours)s - 200 (20.0ms)
+''' % {'foreign': FOREIGN, 'ours': OURS}
+
+
+def test_a_write_sent_to_a_foreign_node_is_a_violation_refused_or_not(
+        tmp_path):
+    (tmp_path / logscan.IRONIC_LOG).write_text(IRONIC_LOG)
+    seeded = logscan._wall('2026-11-26 09:02:45.000')
+
+    writes = logscan.node_writes(str(tmp_path), {FOREIGN}, since=seeded)
+
+    # The seeding's own PATCH came before; reads and our nodes' writes
+    # are not counted.
+    assert [(m, p, s) for _w, m, p, s in writes] == [
+        ('PUT', '/v1/nodes/%s/states/provision' % FOREIGN, 400)]
+    (found,) = invariants.check_foreign_writes(writes)
+    assert found == (invariants.FOREIGN_UNTOUCHED,
+                     'PUT /v1/nodes/%s/states/provision sent (HTTP 400)'
+                     % FOREIGN)
+    assert logscan.node_writes(str(tmp_path / 'none'), {FOREIGN},
+                               since=seeded) == []
+
+
 def test_settled_leaks_and_host_marks():
     servers = [_server('a'), _server('b', 'BUILD', 'spawning'),
                _server('c', 'ACTIVE', host='compute-2')]

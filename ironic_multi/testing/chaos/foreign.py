@@ -18,15 +18,18 @@ As a shared Ironic has them: a node deployed straight through Ironic's
 API (metalsmith, Bifrost, another Nova), a node reserved by a second
 group of ironic-multi, allocations of another client (one active, one
 in error), and a node of another conductor group that even carries this
-group's mark.  They sit in the fleet's resource classes and shards, where
-this group's pools and housekeeper look.
+group's mark (the group serves the default conductor group only: see
+``run.COMPUTE_OPTIONS``).  They sit in the fleet's resource classes and
+shards, where this group's pools and housekeeper look.
 """
 
+import time
 import uuid
 
 from ironic_multi._reservation.providers.ironic import deploy
 from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi.testing.chaos import invariants
+from ironic_multi.testing.chaos import logscan
 
 OTHER_GROUP = 'another-ironic-multi'
 OTHER_CONDUCTOR_GROUP = 'elsewhere'
@@ -42,6 +45,8 @@ class Foreigners(object):
         self.allocations = allocations
         self.baseline = {}
         self.allocations_baseline = {}
+        #: wall-clock time of :meth:`remember`
+        self.remembered_at = None
 
     @property
     def node_uuids(self):
@@ -56,13 +61,23 @@ class Foreigners(object):
         return nodes, allocations
 
     def remember(self, ironic):
+        self.remembered_at = time.time()
         self.baseline, self.allocations_baseline = self.snapshot(ironic)
 
-    def check(self, ironic):
+    def check(self, ironic, log_dir=None):
+        """Violations: a node or allocation changed, or a write was sent.
+
+        :param log_dir: where Ironic's log is; without it only changes
+            are found, not the writes Ironic refused.
+        """
         nodes, allocations = self.snapshot(ironic)
-        return invariants.check_foreign(
+        found = invariants.check_foreign(
             self.baseline, [dict(v, uuid=k) for k, v in nodes.items()],
             list(allocations.values()), self.allocations_baseline)
+        if log_dir is not None:
+            found += invariants.check_foreign_writes(logscan.node_writes(
+                log_dir, self.node_uuids, self.remembered_at))
+        return found
 
 
 def _deploy_straight(ironic, node, instance_info):

@@ -148,6 +148,16 @@ def check_foreign(baseline, nodes, allocations=None,
     return found
 
 
+def check_foreign_writes(writes):
+    """No write sent to another deployer's node, refused or not.
+
+    :param writes: :func:`.logscan.node_writes` of the seeded nodes.
+    """
+    return [(FOREIGN_UNTOUCHED, '%s %s sent (HTTP %d)' % (method, path,
+                                                          status))
+            for _wall, method, path, status in writes]
+
+
 def check_settled(servers):
     """Nothing left in progress: no BUILD, no DELETING, no task."""
     return [(SETTLED, 'server %s (%s) is %s%s' % (

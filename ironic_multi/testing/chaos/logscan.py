@@ -216,6 +216,36 @@ def count(log_dir, text, pattern=NOVA_LOGS):
     return total
 
 
+# Ironic's access log: "... 127.0.0.1 - PATCH /v1/nodes/UUID - 400 (..)".
+_NODE_WRITE = re.compile(r' (PATCH|PUT|POST|DELETE) (/v1/nodes/([0-9a-f-]{36})'
+                         r'\S*) - (\d{3}) ')
+IRONIC_LOG = 'ironic.log'
+
+
+def node_writes(log_dir, node_uuids, since):
+    """``[(wall, method, path, status)]``: writes to ``node_uuids``.
+
+    From Ironic's access log, after ``since`` (wall-clock time), refused
+    ones included: sending one is already touching the node.
+    """
+    found = []
+    path = os.path.join(log_dir, IRONIC_LOG)
+    if not os.path.exists(path):
+        return found
+    with open(path, errors='replace') as f:
+        for line in f:
+            match = _NODE_WRITE.search(line)
+            if match is None or match.group(3) not in node_uuids:
+                continue
+            stamp = _TIME.match(line)
+            wall = _wall(stamp.group(1)) if stamp else None
+            if wall is None or wall < since:
+                continue
+            found.append((wall, match.group(1), match.group(2),
+                          int(match.group(4))))
+    return found
+
+
 def leadership(log_dir, pattern=NOVA_LOGS, role='housekeeper'):
     """``[(wall, member, 'leads' | 'stands down')]`` sorted by time."""
     events = []

@@ -59,6 +59,12 @@ COMPUTE_OPTIONS = {'ironic_multi': {
     'orphan_grace_period': ORPHAN_GRACE,
     'health_poll_interval': 5,
     'request_poll_interval': 1,
+    # The group serves the conductor group of the cloud's conductor (the
+    # default one).  Unset, it would serve every group: the seeded node of
+    # another conductor group, which carries this group's mark, would be
+    # the group's own, and its housekeeper would try (and Ironic refuse,
+    # as no conductor serves that group) to release it every pass.
+    'conductor_group': '',
 }}
 # Seconds of workload before the first fault: servers to act on.
 LEAD = 20
@@ -512,7 +518,10 @@ class ChaosRun(object):
                 break
             time.sleep(2)
         self._record(leaks)
-        self._record(self.foreigners.check(cloud.ironic))
+        # The whole run's writes, once: Ironic refuses some of them (a
+        # node of a conductor group no conductor serves), and refused
+        # they are still attempts.
+        self._record(self.foreigners.check(cloud.ironic, cloud.log_dir))
 
     # -- the verdict --------------------------------------------------------
 
