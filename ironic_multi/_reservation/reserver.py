@@ -505,7 +505,6 @@ class Reserver(object):
                 self._mark_failure(reservation.node_uuid, e)
                 raise
         self.stats.observe('deploy', time.monotonic() - started)
-        self.provider.clear_failures(reservation.node_uuid)
         return deployed
 
     def _mark_failure(self, node_uuid, error):

@@ -542,6 +542,18 @@ class ProviderContract(object):
         assert self.troubled(failing) is None
         assert self.ready_uuids() == {failing, other}
 
+    def test_a_deploy_forgets_the_failures_of_its_node(self):
+        self.add_nodes(1)
+        instance = new_instance()
+        reservation = self.claim(instance)
+        node = reservation.node_uuid
+        self.provider.record_failure(node, 'deploy failed: an earlier one')
+        assert self.troubled(node).failures == 1
+
+        self.provider.deploy(reservation, deployment(instance))
+
+        assert self.troubled(node) is None
+
     def test_quarantine_takes_a_node_out_until_returned(self):
         node, other = self.add_nodes(2)
         before = self.harness.snapshot()

@@ -354,7 +354,9 @@ class NodeProvider(abc.ABC):
     def deploy(self, reservation, deployment, should_stop=None):
         """Put ``deployment`` on the node of ``reservation``; wait for it.
 
-        On failure, undoes what it did (the claim stays) and raises.
+        On failure, undoes what it did (the claim stays) and raises.  On
+        success, the node's failures are forgotten (:meth:`clear_failures`):
+        it served well.
 
         :param should_stop: called between polls; raises to stop waiting
             (for instance when the instance is being deleted).

@@ -414,12 +414,13 @@ def test_failed_nodes_of_others_are_left_alone():
 
 def test_marks_on_a_node_that_changed_hands_are_forgotten(tmp_path):
     # This group tore the node down, noted a failure, and let it go;
-    # another group took it before the next pass.
+    # another group claimed it before the next pass (its deploy, once
+    # done, would forget the failure itself).
     cluster = Cluster(tmp_path)
     (node,) = cluster.nodes(1)
     cluster.provider.record_failure(node, 'deploy failed')
     other = cluster.other_group(failure_cooldown=0)
-    cluster.claim('theirs', provider=other)
+    cluster.claim('theirs', provider=other, deploy=False)
     (noted,) = cluster.provider.troubled_nodes()
     assert (noted.group, noted.holder) == (cluster.provider.group, 'theirs')
 

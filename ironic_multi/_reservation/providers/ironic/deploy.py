@@ -105,6 +105,9 @@ class Deployer(object):
 
         On failure, takes back what it did (the claim stays) and raises.
 
+        :returns: the node as Ironic answered the write of its
+            ``instance_info`` (every field).
+
         :raises DeployFailed: the node was taken back.
         :raises TeardownFailed: the node could not be taken back; it must
             not be released.
@@ -113,7 +116,7 @@ class Deployer(object):
             # No request may outlive the deploy's bound, not even one that
             # Ironic never answers.
             with self._bounded(self._opts.deploy_timeout):
-                self._write_instance_info(node, deployment)
+                written = self._write_instance_info(node, deployment)
                 for vif in deployment.vifs:
                     self._api.attach_vif(node, vif)
                 if deployment.vifs:
@@ -139,6 +142,7 @@ class Deployer(object):
             raise exception.DeployFailed(node=node, reason=e) from e
         LOG.info('Deployed Ironic node %(node)s for instance %(instance)s',
                  {'node': node, 'instance': deployment.instance_uuid})
+        return written
 
     def rebuild(self, node, deployment):
         """Re-image in place with ``deployment``; wait for it.
@@ -177,6 +181,7 @@ class Deployer(object):
         Ironic's answer to the write is the node as it is after it: it is
         checked as a read of the holder would be.
 
+        :returns: that answer.
         :raises DeployFailed: the node no longer holds the instance.
         """
         instance_uuid = deployment.instance_uuid
@@ -200,6 +205,7 @@ class Deployer(object):
                                           deployment.instance_uuid, e))
             raise
         _check_holds(node, written, instance_uuid)
+        return written
 
     def _provision(self, node, target, deployment):
         body = None

@@ -570,7 +570,18 @@ class IronicProvider(base.NodeProvider):
     # -- what is done to a reserved node ---------------------------------
 
     def deploy(self, reservation, deployment, should_stop=None):
-        self._deployer.deploy(reservation.node_uuid, deployment, should_stop)
+        written = self._deployer.deploy(reservation.node_uuid, deployment,
+                                        should_stop)
+        # Ironic's answer to the deploy's write holds the node's marks:
+        # most nodes have none, and need no read of them to clear.
+        if _marks(written):
+            try:
+                self.clear_failures(reservation.node_uuid)
+            except exception.IronicMultiError as e:
+                # The instance runs: old marks only cool the node down.
+                LOG.warning('Node %(node)s deployed, but its failure marks '
+                            'could not be cleared: %(error)s',
+                            {'node': reservation.node_uuid, 'error': e})
         return reservation.moved_to(lifecycle.State.DEPLOYING).moved_to(
             lifecycle.State.ACTIVE)
 

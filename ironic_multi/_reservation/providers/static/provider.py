@@ -331,9 +331,11 @@ class StaticProvider(base.NodeProvider):
             raise exception.DeployFailed(node=reservation.node_uuid,
                                          reason=e) from e
         # A pre-installed machine is running when it is handed over.
-        return self.set_state(reservation.instance_uuid,
-                              lifecycle.State.ACTIVE,
-                              power_state=lifecycle.PowerState.ON.value)
+        active = self.set_state(reservation.instance_uuid,
+                                lifecycle.State.ACTIVE,
+                                power_state=lifecycle.PowerState.ON.value)
+        self.clear_failures(reservation.node_uuid)
+        return active
 
     def teardown(self, reservation, vifs=(), wait=True, deadline=None):
         # The return hook runs to its end (bounded by its timeout) either

@@ -82,12 +82,12 @@ def marked(*args, group='ironic-multi', **fields):
     return found
 
 
-def answers(api, *reads, holder=None):
+def answers(api, *reads, holder=None, marks=None):
     """Answer get_node as Ironic would in a scenario.
 
     The checks of who holds the node get ``holder`` (the claimed node by
-    default), reads of ``extra`` a node without marks, and every other
-    read (a wait's) the next of ``reads``.
+    default), reads of ``extra`` a node with ``marks`` (none by default),
+    and every other read (a wait's) the next of ``reads``.
     """
     holder = holder or marked()
     reads = iter(reads)
@@ -96,7 +96,8 @@ def answers(api, *reads, holder=None):
         if fields == deploy.HOLDER_FIELDS:
             return holder
         if fields == ['extra']:
-            return {'uuid': NODE, 'extra': {}}
+            return {'uuid': NODE,
+                    'extra': {provider_mod._MARKS: marks} if marks else {}}
         return next(reads)
 
     api.get_node.side_effect = get_node
@@ -241,6 +242,43 @@ def test_deploy_without_vifs(provider, api, clock):
     assert [name for name, _args, _kwargs in api.mock_calls
             if not name.startswith('bounded')] == [
         'get_node', 'patch_node', 'set_provision_state', 'get_node']
+
+
+def test_a_deploy_reads_no_marks_of_a_node_that_has_none(
+        provider, api, clock):
+    answers(api, node('active'))
+    provider.deploy(reservation(), deployment(vifs=()))
+    # Ironic's answer to the write showed no marks: nothing to clear.
+    assert mock.call(NODE, fields=['extra']) not in api.get_node.mock_calls
+    assert api.patch_node.call_count == 1
+
+
+def test_a_deploy_forgets_the_failures_the_node_had(provider, api, clock):
+    failed = {'group': 'ironic-multi', 'failures': 2, 'last_failure': 1.0,
+              'reason': 'deploy failed: boom', 'torn_down': 2.0}
+    answers(api, node('active'), marks=failed)
+    api.patch_node.side_effect = lambda uuid, patch, **kw: node(
+        extra={provider_mod._MARKS: failed})
+    provider.deploy(reservation(), deployment(vifs=()))
+    # The marks are read again before they are written: the write's
+    # answer is old by then.
+    assert api.get_node.call_args_list[-1] == mock.call(NODE,
+                                                        fields=['extra'])
+    assert api.patch_node.call_args_list[-1] == mock.call(NODE, [
+        {'op': 'remove', 'path': '/extra/%s' % provider_mod._MARKS}])
+
+
+def test_marks_that_cannot_be_cleared_do_not_fail_the_deploy(
+        provider, api, clock, caplog):
+    failed = {'group': 'ironic-multi', 'failures': 1}
+    answers(api, node('active'), marks=failed)
+    api.patch_node.side_effect = [
+        node(extra={provider_mod._MARKS: failed}),
+        exception.IronicUnavailable(reason='HTTP 503')]
+    deployed = provider.deploy(reservation(), deployment(vifs=()))
+    assert deployed.state == lifecycle.State.ACTIVE
+    assert 'could not be cleared: Ironic is unavailable: HTTP 503' in (
+        caplog.text)
 
 
 def test_validation_failure_undoes_and_fails(provider, api, clock):
