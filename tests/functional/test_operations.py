@@ -242,6 +242,32 @@ def test_our_tear_down_is_noted_for_recovery_then_forgotten(ironic):
     assert not [t for t in provider.troubled_nodes() if t.node_uuid == node]
 
 
+def test_a_node_deployed_again_keeps_its_tear_down_note_until_freed(ironic):
+    # A deploy forgets failures, not a tear down's note: no request for it
+    # in the boot.  While the node serves this group's instance the note
+    # is that instance's business; its next tear down writes it anew, and
+    # the housekeeper forgets it once the node is healthy and free.
+    (node,) = ironic.enroll_nodes(1, shard=SHARD)
+    provider = _provider(ironic)
+    first = provider_contract.new_instance()
+    provider.teardown(claim(provider, first))
+    provider.release(first)
+    ironic.wait_for_node(node, provision_state='available')
+
+    instance = provider_contract.new_instance()
+    again = claim(provider, instance)
+
+    assert again.state == lifecycle.State.ACTIVE
+    (noted,) = [t for t in provider.troubled_nodes() if t.node_uuid == node]
+    assert (noted.failures, noted.holder) == (0, instance)
+    assert kinds(keeper(provider, {instance: 'active'}).run()) == []
+    provider.teardown(again)
+    provider.release(instance)
+    ironic.wait_for_node(node, provision_state='available')
+    assert kinds(keeper(provider, {}).run()) == [('forget tear down', True)]
+    assert not [t for t in provider.troubled_nodes() if t.node_uuid == node]
+
+
 def _force_state(ironic, node, state):
     """A node in ``state`` as a failed clean leaves it."""
     ironic.request('PUT', '/v1/nodes/%s/states/provision' % node,

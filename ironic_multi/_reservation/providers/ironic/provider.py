@@ -82,6 +82,10 @@ def _marks(node):
     return (node.get('extra') or {}).get(_MARKS) or {}
 
 
+def _has_failures(marks):
+    return bool(marks.get('failures') or marks.get('last_failure'))
+
+
 class IronicProvider(base.NodeProvider):
     name = 'ironic'
     features = frozenset([base.Feature.VIFS, base.Feature.REBUILD,
@@ -573,8 +577,10 @@ class IronicProvider(base.NodeProvider):
         written = self._deployer.deploy(reservation.node_uuid, deployment,
                                         should_stop)
         # Ironic's answer to the deploy's write holds the node's marks:
-        # most nodes have none, and need no read of them to clear.
-        if _marks(written):
+        # most nodes have no failures, and need no read of them to clear.
+        # A tear down's note alone stays: the housekeeper forgets it once
+        # the node is healthy, outside of any boot's time.
+        if _has_failures(_marks(written)):
             try:
                 self.clear_failures(reservation.node_uuid)
             except exception.IronicMultiError as e:

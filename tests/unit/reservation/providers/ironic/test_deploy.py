@@ -253,6 +253,19 @@ def test_a_deploy_reads_no_marks_of_a_node_that_has_none(
     assert api.patch_node.call_count == 1
 
 
+def test_a_tear_down_note_alone_is_left_to_the_housekeeper(
+        provider, api, clock):
+    note = {'group': 'ironic-multi', 'torn_down': 2.0}
+    answers(api, node('active'), marks=note)
+    api.patch_node.side_effect = lambda uuid, patch, **kw: node(
+        extra={provider_mod._MARKS: note})
+    provider.deploy(reservation(), deployment(vifs=()))
+    # No failure to forget: no read of the marks, no write of them (the
+    # housekeeper forgets the note of a healthy node).
+    assert mock.call(NODE, fields=['extra']) not in api.get_node.mock_calls
+    assert api.patch_node.call_count == 1
+
+
 def test_a_deploy_forgets_the_failures_the_node_had(provider, api, clock):
     failed = {'group': 'ironic-multi', 'failures': 2, 'last_failure': 1.0,
               'reason': 'deploy failed: boom', 'torn_down': 2.0}
