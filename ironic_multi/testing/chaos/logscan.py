@@ -235,14 +235,14 @@ def node_writes(log_dir, node_uuids, since):
     with open(path, errors='replace') as f:
         for line in f:
             match = _NODE_WRITE.search(line)
-            if match is None or match.group(3) not in node_uuids:
-                continue
             stamp = _TIME.match(line)
-            wall = _wall(stamp.group(1)) if stamp else None
-            if wall is None or wall < since:
+            if (match is None or stamp is None
+                    or match.group(3) not in node_uuids):
                 continue
-            found.append((wall, match.group(1), match.group(2),
-                          int(match.group(4))))
+            wall = _wall(stamp.group(1))
+            if wall >= since:
+                found.append((wall, match.group(1), match.group(2),
+                              int(match.group(4))))
     return found
 
 

@@ -82,8 +82,12 @@ def _marks(node):
     return (node.get('extra') or {}).get(_MARKS) or {}
 
 
+# The marks a failure writes (record_failure), and a success forgets.
+_FAILURE_MARKS = ('failures', 'last_failure', 'reason')
+
+
 def _has_failures(marks):
-    return bool(marks.get('failures') or marks.get('last_failure'))
+    return any(marks.get(key) for key in _FAILURE_MARKS)
 
 
 class IronicProvider(base.NodeProvider):
@@ -720,7 +724,7 @@ class IronicProvider(base.NodeProvider):
 
     def clear_failures(self, node_uuid):
         def clear(marks):
-            for key in ('failures', 'last_failure', 'reason', 'torn_down'):
+            for key in _FAILURE_MARKS + ('torn_down',):
                 marks.pop(key, None)
         self._change_marks(node_uuid, clear)
 

@@ -87,10 +87,14 @@ def answers(api, *reads, holder=None, marks=None):
 
     The checks of who holds the node get ``holder`` (the claimed node by
     default), reads of ``extra`` a node with ``marks`` (none by default),
-    and every other read (a wait's) the next of ``reads``.
+    and every other read (a wait's) the next of ``reads``.  With
+    ``marks``, the answer to a write shows them too.
     """
     holder = holder or marked()
     reads = iter(reads)
+    if marks:
+        api.patch_node.side_effect = lambda uuid, patch, **kw: node(
+            extra={provider_mod._MARKS: marks})
 
     def get_node(uuid, fields=None):
         if fields == deploy.HOLDER_FIELDS:
@@ -257,8 +261,6 @@ def test_a_tear_down_note_alone_is_left_to_the_housekeeper(
         provider, api, clock):
     note = {'group': 'ironic-multi', 'torn_down': 2.0}
     answers(api, node('active'), marks=note)
-    api.patch_node.side_effect = lambda uuid, patch, **kw: node(
-        extra={provider_mod._MARKS: note})
     provider.deploy(reservation(), deployment(vifs=()))
     # No failure to forget: no read of the marks, no write of them (the
     # housekeeper forgets the note of a healthy node).
@@ -270,8 +272,6 @@ def test_a_deploy_forgets_the_failures_the_node_had(provider, api, clock):
     failed = {'group': 'ironic-multi', 'failures': 2, 'last_failure': 1.0,
               'reason': 'deploy failed: boom', 'torn_down': 2.0}
     answers(api, node('active'), marks=failed)
-    api.patch_node.side_effect = lambda uuid, patch, **kw: node(
-        extra={provider_mod._MARKS: failed})
     provider.deploy(reservation(), deployment(vifs=()))
     # The marks are read again before they are written: the write's
     # answer is old by then.
