@@ -176,6 +176,17 @@ class ForeignNode(ReservationError):
                'left alone')
 
 
+class NodeNotOurs(ForeignNode):
+    """This group's marks are on the node, but it is not the group's now.
+
+    Another deployer deployed it or put it in maintenance, or it moved on
+    since the marks were written: the group leaves it alone.
+    """
+
+    msg_fmt = ('Node %(node)s is not group %(ours)s\'s to act on now: '
+               '%(reason)s; left alone')
+
+
 class LeadershipLost(ReservationError):
     """This member can no longer be sure to lead: destruction stops."""
 

@@ -15,7 +15,6 @@
 """``reservations list|show|release``: nodes reserved for instances."""
 
 from ironic_multi._manage import base
-from ironic_multi._reservation import lifecycle
 from ironic_multi import exception
 
 COLUMNS = ('Instance', 'Node', 'State', 'Host', 'Shard', 'Resource Class',
@@ -121,21 +120,35 @@ class ReservationsRelease(base.ShowOne):
     claims that never deployed, or whose node was cleaned otherwise (the
     housekeeper tears down and releases the nodes of deleted instances on
     its own).  Only this coordination group's reservations: one without
-    its ownership mark is refused.  A deploying or active reservation is
-    refused, even with --yes: its node holds the instance's image.  Asks
-    for confirmation on the terminal unless --yes; without a terminal,
-    --yes is required.  Shows the reservation as it was.
+    its ownership mark is refused.  A reservation whose node may hold the
+    instance's image or data (deployed, deploying, rescued, serviced, or
+    failed in any of these) is refused, even with --yes, unless --force:
+    the released node would keep the image with no instance to tell
+    whose it is.  Asks for confirmation on the terminal unless --yes;
+    without a terminal, --yes is required.  Shows the reservation as it
+    was.
     """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_instance(parser)
         base.add_yes(parser, 'Release')
+        parser.add_argument(
+            '--force', action='store_true',
+            help='Release even a node that may hold the instance\'s image '
+                 'or data, leaving it there: for an operator who cleans '
+                 'the node otherwise.')
         return parser
 
     def take_action(self, parsed_args):
         provider = self.sources.provider()
-        found = _releasable(provider, parsed_args.instance)
+        force = parsed_args.force
+        found = _releasable(provider, parsed_args.instance, force)
+        if found.holds_image:
+            self.app.stderr.write(
+                'Releasing with --force: node %s is %s, and keeps what the '
+                'instance left on it\n' % (found.node_uuid,
+                                           found.node_state or found.state))
         if not parsed_args.yes:
             self.confirm(
                 'Release node %s of instance %s (state %s, host %s)? The '
@@ -145,7 +158,7 @@ class ReservationsRelease(base.ShowOne):
                 'Not releasing the reservation of %s' % found.instance_uuid)
             # The answer may have come minutes later: the reservation may
             # have moved on meanwhile (deployed, released, claimed again).
-            now = _releasable(provider, parsed_args.instance)
+            now = _releasable(provider, parsed_args.instance, force)
             if now.node_uuid != found.node_uuid:
                 raise base.ManageError(
                     'Not releasing the reservation of %s: it holds node %s '
@@ -156,7 +169,7 @@ class ReservationsRelease(base.ShowOne):
         return COLUMNS, _row(found, provider.group)
 
 
-def _releasable(provider, instance_uuid):
+def _releasable(provider, instance_uuid, force=False):
     """The reservation of the instance, if this command may release it.
 
     :raises ForeignReservation: it is not this group's.
@@ -167,23 +180,25 @@ def _releasable(provider, instance_uuid):
         raise exception.ForeignReservation(
             instance=found.instance_uuid, node=found.node_uuid or '-',
             group=found.group or '(none)', ours=provider.group)
-    _refuse_deployed(found)
+    if not force:
+        _refuse_deployed(found)
     return found
 
 
 def _refuse_deployed(reservation):
     # Nova's delete of the instance would then find no node to tear down,
     # and the node would stay deployed with the tenant's image.
-    if reservation.state not in (lifecycle.State.DEPLOYING,
-                                 lifecycle.State.ACTIVE):
+    if not reservation.holds_image:
         return
     raise base.ManageError(
-        'Not releasing the reservation of %(instance)s: it is %(state)s on '
-        'node %(node)s, which holds its image. Delete the server instead '
+        'Not releasing the reservation of %(instance)s: node %(node)s is '
+        '%(state)s, and may hold its image. Delete the server instead '
         '(openstack server delete %(instance)s): that tears the node down '
         'and releases it. If Nova no longer has the server, the '
         'housekeeper tears down and releases the node after '
         '[ironic_multi] orphan_grace_period (ironic-multi-manage '
-        'housekeeping run).' % {'instance': reservation.instance_uuid,
-                                'state': reservation.state,
-                                'node': reservation.node_uuid})
+        'housekeeping run). --force releases it all the same, leaving '
+        'the image on the node.' % {
+            'instance': reservation.instance_uuid,
+            'state': reservation.node_state or reservation.state,
+            'node': reservation.node_uuid})

@@ -29,7 +29,8 @@ group runs it at a time (:mod:`.leader`).  A pass:
    one torn down already is only released, where the provider does not
    end it by itself (a release that never came: its caller died, or was
    fenced off); when the consumer cannot be asked, this rule does nothing
-   in that pass;
+   in that pass, and it never takes the word of a consumer (Nova cell)
+   other than the one the claim was made for (see :class:`Housekeeper`);
 2. releases claims that never got to deploy within
    ``stuck_claim_timeout`` and whose claiming member has left the group
    (the service crashed between claim and deploy): a claim queued behind
@@ -45,11 +46,16 @@ group runs it at a time (:mod:`.leader`).  A pass:
    failures in a row, keeping at most ``max_preserved`` under the ``keep``
    or ``cycle`` scheme (Octavia's preservation of failed units); a node
    the quarantine has no room for stays out of claims by its failure
-   count;
-6. forgets its marks (failures, tear down, quarantine) on a node that
-   serves an instance without the group's mark now: another deployer
-   took it, and its later failures are never this group's to repair;
-7. warns when a resource class has fewer free nodes than its spare target.
+   count, and "cycle" returns only nodes that a return leaves in service
+   (never one in a failed state, which may hold a tenant's data);
+6. warns when a resource class has fewer free nodes than its spare target.
+
+Rules 4 and 5 act only on a node that the provider says is the group's
+now (:attr:`~.base.TroubledNode.left_alone` is None): it holds no
+instance, no deployment of anyone else's, no maintenance but the group's
+own quarantine, and its marks describe the state it is in.  Marks that
+outlived their reservation (the node moved on, another deployer may have
+deployed it) count for nothing: such a node is reported, never written.
 
 Before each action it confirms its leadership with the backend and
 re-reads the node, which must still hold the same instance under the same
@@ -70,6 +76,7 @@ import time
 from oslo_log import log as logging
 
 from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation import membership
 from ironic_multi._reservation.providers import base
 from ironic_multi import exception
 
@@ -119,6 +126,11 @@ class Report:
     :ivar stopped: why the pass stopped early, or None.
     :ivar out_of_service: nodes beyond the quarantine's room, kept out of
         claims by their failure count.
+    :ivar left_alone: ``{node: why}`` of nodes that carry this group's
+        failure marks but are not its to act on now (never touched).
+    :ivar other_consumers: ``{instance: why}`` of reservations that the
+        consumer asked cannot speak for (claimed for another Nova cell, or
+        one that cannot be told): never released as orphans.
     """
 
     actions: list = dataclasses.field(default_factory=list)
@@ -128,6 +140,8 @@ class Report:
     skipped: dict = dataclasses.field(default_factory=dict)
     stopped: str = None
     out_of_service: list = dataclasses.field(default_factory=list)
+    left_alone: dict = dataclasses.field(default_factory=dict)
+    other_consumers: dict = dataclasses.field(default_factory=dict)
 
     @property
     def deferred(self):
@@ -140,7 +154,9 @@ class Report:
                 'foreign': self.foreign, 'skipped': dict(self.skipped),
                 'stopped': self.stopped,
                 'deferred': len(self.deferred),
-                'out_of_service': list(self.out_of_service)}
+                'out_of_service': list(self.out_of_service),
+                'left_alone': dict(self.left_alone),
+                'other_consumers': dict(self.other_consumers)}
 
 
 class _Changed(Exception):
@@ -168,6 +184,15 @@ class Housekeeper(object):
         caller that is the only actor, such as a test).
     :param members: ``f() -> {member id}`` of the group's live members, or
         None when they cannot be known.
+
+    Two attributes tell the consumer asked from another (a Nova cell):
+    :attr:`consumer`, what identifies this one (None: nothing to tell
+    apart), and :attr:`consumers_of_hosts`, ``f() -> {host: identity}``
+    of the live members.  An instance counts as gone only when the
+    consumer that says so is the one it was claimed for: the claim's mark
+    names it, or (a claim made before marks named consumers) a live
+    member of its claimer's or compute's host serves it.  When that
+    cannot be told, nothing is released.
     """
 
     def __init__(self, conf, provider, consumers=None, capacity=None,
@@ -180,6 +205,8 @@ class Housekeeper(object):
         self._stats = stats
         self.fence = fence
         self.members = members
+        self.consumer = None
+        self.consumers_of_hosts = None
         # {(kind, instance): time first seen}
         self._seen = {}
 
@@ -191,13 +218,10 @@ class Housekeeper(object):
                          started + self._opts.housekeeping_pass_timeout)
         troubled = self._provider.troubled_nodes()
         reservations = self._provider.reservations()
-        # Who holds which node, as listed: a node this group marked that
-        # serves someone else now is no longer this group's.
-        self._holders = {r.instance_uuid: r for r in reservations}
         # Oldest first: the "cycle" scheme returns them first.
         self._quarantined = sorted(
             (t for t in troubled if t.quarantined_at and self._ours(t)
-             and not self._changed_hands(t)),
+             and not t.left_alone),
             key=lambda t: t.quarantined_at)
         self._reservations(reservations, report)
         self._troubled(troubled)
@@ -217,16 +241,6 @@ class Housekeeper(object):
 
     def _ours(self, marked):
         return marked.group is not None and marked.group == self._group
-
-    def _changed_hands(self, node):
-        """Whether a node with this group's marks serves someone else.
-
-        Its holder, as listed, carries no mark of this group's (another
-        deployer's or group's instance).  A holder claimed since the
-        listing is not known yet: the next pass looks again.
-        """
-        holder = self._holders.get(node.holder) if node.holder else None
-        return holder is not None and not self._ours(holder)
 
     # -- what the rules ask -------------------------------------------------
 
@@ -249,6 +263,41 @@ class Housekeeper(object):
                             'alone this pass: %s', why)
         report.skipped[ORPHANS] = report.skipped[FAILED_CLAIMS] = why
         return None
+
+    def _another_consumers(self, reservation):
+        """Why the consumer asked may not speak for the instance, or None.
+
+        Fails closed: a consumer that cannot be told is another's.
+        """
+        ours = self.consumer
+        if ours is None:
+            return None
+        if reservation.consumer is not None:
+            if reservation.consumer == ours:
+                return None
+            return 'claimed for consumer %s, not %s' % (reservation.consumer,
+                                                        ours)
+        if self._hosts_served is None:
+            try:
+                self._hosts_served = (self.consumers_of_hosts()
+                                      if self.consumers_of_hosts else {})
+            except Exception as e:
+                self._hosts_served = {}
+                LOG.warning('Cannot tell which consumers the members of '
+                            'the group serve: %s', e)
+        hosts = [host for host in (
+            reservation.claimer and membership.host_of(reservation.claimer),
+            reservation.host) if host]
+        for host in hosts:
+            theirs = self._hosts_served.get(host)
+            if theirs is not None:
+                if theirs == ours:
+                    return None
+                return 'its host %s serves consumer %s, not %s' % (
+                    host, theirs, ours)
+        return ('claimed before marks named consumers, and no live member '
+                'of host %s tells which consumer it serves'
+                % (' or '.join(hosts) or '(unknown)'))
 
     def _live_members(self, report):
         if self.members is None:
@@ -278,11 +327,17 @@ class Housekeeper(object):
         report.foreign = len(reservations) - len(ours)
         known = self._consumer_states(ours, report)
         live = self._live_members(report)
+        self._hosts_served = None
         for reservation in ours:
             instance = reservation.instance_uuid
             # An instance the consumer does not know is gone: the mark says
             # that this group claimed it for the consumer.
             state = None if known is None else known.get(instance, GONE)
+            if _may_act(reservation, state):
+                why = self._another_consumers(reservation)
+                if why:
+                    report.other_consumers[instance] = why
+                    continue
             if reservation.node_uuid is None:
                 if live is None:
                     # Its claimer may be alive, and retrying it.
@@ -361,10 +416,10 @@ class Housekeeper(object):
         What came before it (a tear down, a quarantine) took time: the
         leadership is confirmed and the node read again first.
         """
+        if self._provider.lookup(reservation.instance_uuid) is None:
+            return  # Ended with the tear down: nothing left to destroy.
         if self.fence is not None:
             self.fence()
-        if self._provider.lookup(reservation.instance_uuid) is None:
-            return  # Ended with the tear down.
         self._fresh(reservation, same_state=False)
         self._provider.release(reservation.instance_uuid)
 
@@ -385,11 +440,14 @@ class Housekeeper(object):
                 self._release_after(current)
                 return
         try:
-            # Not waited for: Ironic ends the reservation when its tear
-            # down ends, and the next pass sees how it went.  A node kept
-            # busy (a deploy holds its lock) is not waited for past the
-            # pass's bound.
-            if not self._provider.teardown(current, wait=False,
+            # Waited for within the pass's bound, to see how it ends: a
+            # failure is marked on the node, pinned to the state it left
+            # the node in, and the next pass recovers it.  One that goes
+            # on past the bound ends the reservation by itself (Ironic
+            # clears it); should it fail then, nothing proves that the
+            # failed node is still this group's, and it is left for an
+            # operator.
+            if not self._provider.teardown(current, wait=True,
                                            deadline=self._do.deadline):
                 return
         except exception.TeardownRefused as e:
@@ -409,14 +467,12 @@ class Housekeeper(object):
     def _troubled(self, troubled):
         limit = self._opts.quarantine_after_failures
         for node in troubled:
-            if not self._ours(node):
+            if not self._ours(node) or node.holder:
+                # Another group's marks, or the business of the instance
+                # that holds the node: this group's, or someone else's.
                 continue
-            if node.holder:
-                if self._changed_hands(node):
-                    self._do('forget node', 'it serves instance %s now, '
-                             'which is not this group\'s' % node.holder,
-                             self._forget, node)
-                # Else its instance's own business, in this group.
+            if node.left_alone:
+                self._report.left_alone[node.node_uuid] = node.left_alone
                 continue
             if node.quarantined_at:
                 continue
@@ -427,18 +483,17 @@ class Housekeeper(object):
                          node.failed_state, node.reason or '-',
                          node.failures + 1, limit),
                          self._recover, node)
-            elif node.stale:
-                # A tear down this group asked for ended well: its note
-                # would otherwise make a later owner's failure look ours.
-                self._do('forget tear down', 'the node is healthy again',
-                         self._forget_teardown, node)
+        if self._report.left_alone:
+            LOG.info('Housekeeping leaves alone %d node(s) with this '
+                     'group\'s old marks: they are not its now',
+                     len(self._report.left_alone))
 
     def _fresh_node(self, node, same_state=True):
         """The troubled node as it is now, if nothing changed that matters.
 
-        :raises _Changed: it lost this group's marks, holds another
-            instance or none, or moved to another failed state (unless not
-            ``same_state``).
+        :raises _Changed: it lost this group's marks, is not the group's
+            to act on any more, holds another instance or none, or moved
+            to another failed state (unless not ``same_state``).
         """
         current = self._provider.troubled_node(node.node_uuid)
         if current is None:
@@ -447,6 +502,8 @@ class Housekeeper(object):
             raise _Changed('now marked by group %s' % (current.group or '-'))
         if current.holder != node.holder:
             raise _Changed('now holds %s' % (current.holder or 'no instance'))
+        if current.left_alone and not current.holder:
+            raise _Changed('no longer this group\'s: %s' % current.left_alone)
         if same_state and current.failed_state != node.failed_state:
             raise _Changed('now %s' % (current.failed_state or 'healthy'))
         return current
@@ -457,21 +514,7 @@ class Housekeeper(object):
         # Each try counts: a node that never recovers is quarantined.
         self._provider.record_failure(node.node_uuid, 'recovery from %s'
                                       % node.failed_state)
-        self._provider.recover(node.node_uuid)
-
-    def _forget_teardown(self, node):
-        if not self._fresh_node(node).stale:
-            raise _Changed('no longer healthy')
-        self._provider.clear_failures(node.node_uuid)
-
-    def _forget(self, node):
-        self._fresh_node(node, same_state=False)
-        holder = self._provider.lookup(node.holder)
-        if holder is None or holder.node_uuid != node.node_uuid:
-            raise _Changed('no longer holds instance %s' % node.holder)
-        if self._ours(holder):
-            raise _Changed('instance %s is now this group\'s' % node.holder)
-        self._provider.forget(node.node_uuid)
+        self._provider.recover(node.node_uuid, deadline=self._do.deadline)
 
     def _quarantine(self, node):
         quarantined = self._quarantined
@@ -479,19 +522,28 @@ class Housekeeper(object):
                                                      node.reason or '-')
         preserved = self._opts.max_preserved
         if len(quarantined) >= preserved:
-            if self._opts.preserve_scheme != 'cycle' or not preserved:
+            # "cycle" returns the oldest node a return leaves in service;
+            # one in a failed state (a failed tear down: the tenant's data
+            # may be on it) stays, and so do its marks.
+            oldest = next((q for q in quarantined if q.returnable), None)
+            if (self._opts.preserve_scheme != 'cycle' or not preserved
+                    or oldest is None):
                 # Out of claims by its failure count all the same, until an
                 # operator clears it: never back to the users it failed.
                 LOG.warning('Node %(node)s failed %(failures)d times in a '
-                            'row; the quarantine is full (%(preserved)d), '
-                            'so it stays out of service by its failure '
+                            'row; the quarantine is full (%(preserved)d%(why)s'
+                            '), so it stays out of service by its failure '
                             'count, not in maintenance',
                             {'node': node.node_uuid,
                              'failures': node.failures,
-                             'preserved': preserved})
+                             'preserved': preserved,
+                             'why': '' if oldest is not None
+                             or self._opts.preserve_scheme != 'cycle'
+                             else '; none of it can be returned to '
+                                  'service'})
                 self._report.out_of_service.append(node.node_uuid)
                 return
-            oldest = quarantined.pop(0)
+            quarantined.remove(oldest)
             self._do('unquarantine', 'cycled out for a newer failure',
                      self._unquarantine, oldest)
         self._do('quarantine', reason,
@@ -506,6 +558,8 @@ class Housekeeper(object):
         current = self._fresh_node(node, same_state=False)
         if current.quarantined_at != node.quarantined_at:
             raise _Changed('no longer quarantined as it was')
+        if not current.returnable:
+            raise _Changed('a return would no longer leave it in service')
         self._provider.unquarantine(node.node_uuid)
 
     # -- spares -----------------------------------------------------------
@@ -525,6 +579,13 @@ class Housekeeper(object):
                             {'rc': resource_class, 'free': free,
                              'target': wanted})
         return short
+
+
+def _may_act(reservation, state):
+    """Whether a reservation rule may act on ``reservation``."""
+    return (reservation.node_uuid is None or state == GONE
+            or (reservation.state == lifecycle.State.CLAIMED
+                and reservation.host is None))
 
 
 def _claimer_lives(reservation, live):

@@ -95,6 +95,13 @@ class Reservation:
         own initiative.
     :ivar claimer: the member of that group that made the claim, when the
         mark names it: while that member lives, its claim is not stuck.
+    :ivar consumer: the consumer (Nova cell) the claim was made for, when
+        the mark names it: only that consumer can say the instance is
+        gone.
+    :ivar node_state: the provider's own word for the state of the node
+        (Ironic's provision state), for people to read.
+    :ivar holds_image: whether the node may hold the instance's image (or
+        data): only a tear down frees it.
     """
 
     instance_uuid: str
@@ -106,6 +113,9 @@ class Reservation:
     power_state: PowerState = PowerState.UNKNOWN
     group: str = None
     claimer: str = None
+    consumer: str = None
+    node_state: str = None
+    holds_image: bool = False
 
     def owned_by(self, group):
         """Whether the reservation carries ``group``'s ownership mark."""

@@ -290,11 +290,16 @@ class Reserver(object):
             be asked.
         """
         self._identity = identity
+        # Every claim's mark names it from now on: the housekeeper then
+        # knows which consumer may say that an instance is gone.
+        self.provider.consumer = identity
         if identity is not None:
             self.publish_extra(consumer=identity)
         self.housekeeper.consumers = (
             consumers if consumers is None or identity is None
             else self._one_consumer(consumers, identity))
+        self.housekeeper.consumer = identity
+        self.housekeeper.consumers_of_hosts = self._consumers_of_hosts
 
     def _one_consumer(self, consumers, identity):
         def ask(instance_uuids):
@@ -340,9 +345,16 @@ class Reserver(object):
 
     def foreign_consumers(self, identity):
         """``{host: identity}`` of live members serving another consumer."""
-        return {payload.get('host', member): payload['consumer']
+        return {host: consumer
+                for host, consumer in self._consumers_of_hosts().items()
+                if consumer != identity}
+
+    def _consumers_of_hosts(self):
+        """``{host: identity}`` of the live members that publish one."""
+        return {payload.get('host', membership_mod.host_of(member)):
+                payload['consumer']
                 for member, payload in self.membership.published().items()
-                if payload.get('consumer') not in (None, identity)}
+                if payload.get('consumer') is not None}
 
     def housekeep(self, dry_run=False):
         """A housekeeping pass if this member leads; its report or None.

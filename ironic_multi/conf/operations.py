@@ -47,10 +47,11 @@ OPTS = [
         min=10,
         help='Seconds one housekeeping pass may take. Past them the pass '
              'starts no further action; what it did not get to is reported '
-             'as left for the next pass. Tear downs are requested, not '
-             'waited for: Ironic ends them, and the next pass sees how '
-             'they went; one that Ironic refuses as busy is asked again '
-             'until this bound, not for unprovision_timeout.'),
+             'as left for the next pass. The tear downs a pass asks for '
+             'are waited for within this bound, to note one that fails '
+             '(the next pass recovers it); one that Ironic refuses as busy '
+             'is asked again until this bound, not for '
+             'unprovision_timeout.'),
     cfg.IntOpt(
         'stuck_claim_timeout',
         default=3600,

@@ -22,6 +22,7 @@ server itself uses; the test venv need not.
     python _ironic_db.py databases ADMIN_URL LIKE_PATTERN
     python _ironic_db.py clone URL TEMPLATE_UUID < copies.json
     python _ironic_db.py wipe URL
+    python _ironic_db.py provision URL NODE_UUID STATE
 
 ``copies.json`` is a list of dicts, one per copy: column values for the new
 ``nodes`` row (at least ``uuid``; times as ISO 8601 text), and optionally
@@ -123,6 +124,23 @@ def wipe(url):
         conn.execute(nodes.delete())
 
 
+def provision(url, node_uuid, state):
+    """Put a node in provision ``state`` as Ironic's conductor would.
+
+    For states fake hardware cannot reach (a failed tear down, a failed
+    rescue): the state, no target, and a new ``provision_updated_at``.
+    """
+    engine = sa.create_engine(url)
+    nodes = sa.Table('nodes', sa.MetaData(), autoload_with=engine)
+    with engine.begin() as conn:
+        changed = conn.execute(nodes.update().where(
+            nodes.c.uuid == node_uuid).values(
+            provision_state=state, target_provision_state=None,
+            provision_updated_at=datetime.datetime.utcnow())).rowcount
+    if changed != 1:
+        raise SystemExit('no node %s' % node_uuid)
+
+
 def _ids_by_uuid(conn, nodes, uuids, chunk=500):
     ids = {}
     for start in range(0, len(uuids), chunk):
@@ -138,7 +156,7 @@ def _admin_engine(admin_url):
 
 def main(argv):
     commands = {'create': create, 'drop': drop, 'databases': databases,
-                'clone': clone, 'wipe': wipe}
+                'clone': clone, 'wipe': wipe, 'provision': provision}
     commands[argv[1]](*argv[2:])
 
 

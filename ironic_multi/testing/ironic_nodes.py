@@ -23,6 +23,7 @@ import datetime
 import itertools
 import json
 import logging
+import os
 import time
 import uuid
 
@@ -125,6 +126,27 @@ class IronicNodes:
         self.server.run_db_tool('clone', self.server.db_url, template_uuid,
                                 stdin=json.dumps(copies))
         return [copy['uuid'] for copy in copies]
+
+    def force_provision_state(self, node_uuid, state):
+        """Put a node in ``state`` behind the API (in the database).
+
+        For states fake hardware never reaches (a failed tear down, a
+        failed rescue or service); the node moves as a conductor would
+        move it: no target, a new ``provision_updated_at``.
+        """
+        self.server.run_db_tool('provision', self.server.db_url, node_uuid,
+                                state)
+
+    def writes(self, node_uuids, since):
+        """Requests that wrote to ``node_uuids`` since ``since``.
+
+        ``[(wall, method, path, status)]`` from Ironic's access log,
+        refused ones included; ``since`` is wall-clock time.
+        """
+        # Here, not at the top: the chaos package imports this module.
+        from ironic_multi.testing.chaos import logscan
+        return logscan.node_writes(os.path.dirname(self.server.log_path),
+                                   set(node_uuids), since)
 
     def wipe(self):
         """Delete every node and allocation (in the database)."""

@@ -132,6 +132,37 @@ class TestOwnershipMark:
         assert self._node(ironic_api, node) == before
         assert before['instance_uuid'] == other
 
+    def test_a_holder_guard_cannot_guard_a_release(self, ironic,
+                                                   ironic_api):
+        """Why a release is guarded by a read of the holder, not a PATCH.
+
+        Ironic applies a PATCH to the node as it reads it and compares
+        only the result: a release removes instance_uuid, so a holder
+        guard before the removal changes nothing in the result, and
+        Ironic accepts it on a node that holds another instance.  The
+        same guard refuses (409) a write that keeps instance_uuid.
+        """
+        node, = ironic.enroll_nodes(1)
+        old, new = _new_uuid(), _new_uuid()
+        ironic_api.claim_node(node, old, MARK)
+        # Another deployer removes the instance but not its mark, and
+        # claims the node for another instance.
+        ironic_api.patch_node(node, [
+            {'op': 'remove', 'path': '/instance_uuid'}], idempotent=False)
+        ironic_api.patch_node(node, [
+            {'op': 'add', 'path': '/instance_uuid', 'value': new}],
+            idempotent=False)
+        with pytest.raises(exception.NodeConflict):
+            ironic_api.patch_node(node, [
+                ownership.holder_guard(old),
+                ownership.guard(old, MARK['group'])], idempotent=False)
+        assert self._node(ironic_api, node)['instance_uuid'] == new
+
+        ironic_api.patch_node(node, [ownership.holder_guard(old)]
+                              + ownership.release_patch(old, MARK['group']),
+                              idempotent=False)
+        assert self._node(ironic_api, node)['instance_uuid'] is None
+
     def test_an_allocation_carries_the_mark(self, ironic, ironic_api):
         node, = ironic.enroll_nodes(1)
         instance = _new_uuid()

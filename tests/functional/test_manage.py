@@ -394,8 +394,8 @@ def test_release_refuses_a_deployed_reservation(cluster, capsys, state):
                 'reservations release', held.instance_uuid, '--yes')
 
     assert err.strip().startswith(
-        'Not releasing the reservation of %s: it is %s on node %s'
-        % (held.instance_uuid, state, held.node_uuid))
+        'Not releasing the reservation of %s: node %s is %s, and may hold '
+        'its image' % (held.instance_uuid, held.node_uuid, state))
     assert 'openstack server delete %s' % held.instance_uuid in err
     assert cluster.provider.lookup(held.instance_uuid).state is state
 
@@ -784,9 +784,45 @@ def test_release_checks_again_after_asking(ironic, ironic_conf, capsys,
         err = fails(capsys, '--config-file', conf, 'reservations release',
                     held.instance_uuid)
         assert 'Release node %s' % held.node_uuid in err
-        assert 'it is active on node %s' % held.node_uuid in err
+        assert 'node %s is active, and may hold its image' % (
+            held.node_uuid) in err
         node = ironic.get_node(held.node_uuid)
         assert (node['instance_uuid'], node['provision_state']) == (
             held.instance_uuid, 'active')
     finally:
         service.stop()
+
+
+@pytest.mark.parametrize('state', ['rescue', 'rescue failed',
+                                   'unrescue failed', 'service failed',
+                                   'adopt failed', 'deploy failed', 'error'])
+def test_release_refuses_every_state_that_may_hold_an_image(
+        ironic, ironic_conf, capsys, state):
+    # Ironic accepts the release's PATCH in all of these: the image would
+    # stay on a node that no instance names.
+    conf, endpoint, options = ironic_conf
+    ironic.enroll_nodes(1, resource_class='gold', shard='rack-1')
+    service = reservers.build_reserver(endpoint, 'ironic-svc', **options)
+    service.start(background=False)
+    try:
+        held = service.claim(str(uuid.uuid4()), GOLD)
+    finally:
+        service.stop()
+    ironic.force_provision_state(held.node_uuid, state)
+
+    err = fails(capsys, '--config-file', conf, 'reservations release',
+                held.instance_uuid, '--yes')
+
+    assert err.strip().startswith(
+        'Not releasing the reservation of %s: node %s is %s, and may hold '
+        'its image' % (held.instance_uuid, held.node_uuid, state))
+    assert '--force releases it all the same' in err
+    assert ironic.get_node(held.node_uuid)['instance_uuid'] == (
+        held.instance_uuid)
+
+    code, out, err = run(capsys, '--config-file', conf, 'reservations release',
+                         held.instance_uuid, '--yes', '--force', '-f', 'json')
+    assert code == 0, err
+    assert 'Releasing with --force: node %s is %s' % (
+        held.node_uuid, state) in err
+    assert ironic.get_node(held.node_uuid)['instance_uuid'] is None

@@ -209,10 +209,11 @@ def test_a_node_failing_to_deploy_is_quarantined(ironic):
 def test_a_node_left_failed_is_recovered(ironic):
     ours, theirs = ironic.enroll_nodes(2, shard=SHARD)
     provider = _provider(ironic)
-    # This group saw a failure on one; the other failed for someone else.
-    provider.record_failure(ours, 'tear down failed')
     for node in (ours, theirs):
         _force_state(ironic, node, 'clean failed')
+    # This group saw the failure of one; the other failed for someone
+    # else.
+    provider.record_failure(ours, 'cleaning failed')
 
     report = keeper(provider, {}).run()
 
@@ -222,50 +223,24 @@ def test_a_node_left_failed_is_recovered(ironic):
     (troubled,) = [t for t in provider.troubled_nodes()
                    if t.node_uuid == ours]
     assert troubled.failures == 2
+    # Recovered: the marks describe a state the node left.
+    assert troubled.left_alone
     assert ironic.get_node(theirs)['provision_state'] == 'clean failed'
 
 
-def test_our_tear_down_is_noted_for_recovery_then_forgotten(ironic):
-    # Cleaning fails after the instance left the node: the note of this
-    # group's tear down is what makes the node this group's to recover.
+def test_a_tear_down_that_works_leaves_no_marks(ironic):
+    # Nothing is written to the node but the tear down itself: a failure
+    # of the cleaning after it is not this group's to repair (nothing
+    # proves that nobody else used the node since).
     (node,) = ironic.enroll_nodes(1, shard=SHARD)
     provider = _provider(ironic)
     deployed = claim(provider, provider_contract.new_instance())
+    since = time.time()
     provider.teardown(deployed)
     ironic.wait_for_node(node, provision_state='available')
-    (noted,) = [t for t in provider.troubled_nodes() if t.node_uuid == node]
-    assert noted.group == provider.group and noted.stale
-
-    # Healthy again: the next pass forgets the note.
-    report = keeper(provider, {}).run()
-    assert kinds(report) == [('forget tear down', True)]
     assert not [t for t in provider.troubled_nodes() if t.node_uuid == node]
-
-
-def test_a_node_deployed_again_keeps_its_tear_down_note_until_freed(ironic):
-    # A deploy forgets failures, not a tear down's note: no request for it
-    # in the boot.  While the node serves this group's instance the note
-    # is that instance's business; its next tear down writes it anew, and
-    # the housekeeper forgets it once the node is healthy and free.
-    (node,) = ironic.enroll_nodes(1, shard=SHARD)
-    provider = _provider(ironic)
-    first = provider_contract.new_instance()
-    provider.teardown(claim(provider, first))
-    provider.release(first)
-    ironic.wait_for_node(node, provision_state='available')
-
-    instance = provider_contract.new_instance()
-    again = claim(provider, instance)
-
-    assert again.state == lifecycle.State.ACTIVE
-    (noted,) = [t for t in provider.troubled_nodes() if t.node_uuid == node]
-    assert (noted.failures, noted.holder) == (0, instance)
-    assert kinds(keeper(provider, {instance: 'active'}).run()) == []
-    provider.teardown(again)
-    provider.release(instance)
-    ironic.wait_for_node(node, provision_state='available')
-    assert kinds(keeper(provider, {}).run()) == [('forget tear down', True)]
-    assert not [t for t in provider.troubled_nodes() if t.node_uuid == node]
+    assert [(method, path.rsplit('/', 1)[-1]) for _, method, path, _ in
+            ironic.writes([node], since)] == [('PUT', 'provision')]
 
 
 def _force_state(ironic, node, state):

@@ -134,10 +134,15 @@ class TroubledNode:
         in (``clean failed``), or None.
     :ivar quarantined_at: when it was quarantined, or None.
     :ivar holder: the instance the node holds, if any.
-    :ivar group: the group whose failure or tear down marks the node
-        carries, or None: only that group recovers or quarantines it.
-    :ivar stale: the marks record nothing that is still true (a tear down
-        that ended well): the group may forget them.
+    :ivar group: the group whose failure marks the node carries, or
+        None: only that group recovers or quarantines it.
+    :ivar left_alone: why that group must not act on the node now,
+        although its marks are there (another deployer's deployment or
+        maintenance, or a node that moved on since the marks were
+        written), or None.
+    :ivar returnable: whether lifting its quarantine would return the
+        node to service (nothing left to finish, such as a failed tear
+        down).
     """
 
     node_uuid: str
@@ -148,7 +153,8 @@ class TroubledNode:
     quarantined_at: float = None
     holder: str = None
     group: str = None
-    stale: bool = False
+    left_alone: str = None
+    returnable: bool = False
 
 
 class NodeProvider(abc.ABC):
@@ -172,6 +178,10 @@ class NodeProvider(abc.ABC):
         self.conf = conf
         #: The group whose mark this provider's claims write.
         self.group = conf.ironic_multi.coordination_group
+        #: What tells the consumer this group serves from another (a Nova
+        #: cell), written into the mark of every claim; None when there
+        #: is nothing to tell apart.  Set before the first claim.
+        self.consumer = None
         self.keys = shards.ShardKeys(conf.ironic_multi.fallback_shard_count)
         self.filters = filters.matching_filters(
             conf.ironic_multi.conductor_group)
@@ -266,8 +276,9 @@ class NodeProvider(abc.ABC):
               claimer=None):
         """Atomically reserve one of ``candidates`` (node dicts).
 
-        The same atomic write marks the reservation with :attr:`group` and
-        ``claimer``: there is no claim without the mark.  Idempotent: an
+        The same atomic write marks the reservation with :attr:`group`,
+        :attr:`consumer` and ``claimer``: there is no claim without the
+        mark.  Idempotent: an
         instance that holds a node already gets it back.
 
         :param deadline: ``time.monotonic()`` value not to work past.
@@ -439,22 +450,27 @@ class NodeProvider(abc.ABC):
                      if node.node_uuid == node_uuid), None)
 
     @abc.abstractmethod
-    def forget(self, node_uuid):
-        """Drop this group's marks on the node (failures, tear down...).
+    def recover(self, node_uuid, deadline=None):
+        """Try once to bring a node in a failed state back to service.
 
-        The quarantine's too.  For a node that serves someone else now:
-        its history with this group counts for nothing, and must never
-        make it this group's to recover or quarantine.
+        :param deadline: ``time.monotonic()`` value past which the try is
+            not waited for.
+        :raises ForeignNode: the node is not this group's to act on (see
+            :attr:`TroubledNode.left_alone`); nothing was done.
         """
 
     @abc.abstractmethod
-    def recover(self, node_uuid):
-        """Try once to bring a node in a failed state back to service."""
-
-    @abc.abstractmethod
     def quarantine(self, node_uuid, reason):
-        """Take the node out of service, saying why."""
+        """Take the node out of service, saying why.
+
+        :raises ForeignNode: as :meth:`recover`.
+        """
 
     @abc.abstractmethod
     def unquarantine(self, node_uuid):
-        """Return a quarantined node to service, its failures forgotten."""
+        """Return a quarantined node to service, its failures forgotten.
+
+        :raises ForeignNode: as :meth:`recover`.
+        :raises NodeConflict: it is not :attr:`TroubledNode.returnable`;
+            it stays quarantined, marks and all.
+        """

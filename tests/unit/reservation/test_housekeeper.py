@@ -382,7 +382,7 @@ def test_failed_nodes_are_recovered_then_quarantined():
 
     report = housekeeper.run()
     assert [a.kind for a in report.actions] == ['recover node']
-    provider.recover.assert_called_once_with('n-1')
+    provider.recover.assert_called_once_with('n-1', deadline=mock.ANY)
     provider.record_failure.assert_called_once()
 
     provider.troubled_nodes.return_value = [
@@ -400,22 +400,76 @@ def test_failed_nodes_of_others_are_left_alone():
                           group='another-group'),
         # Failed cleaning after another deployer's tear down: no mark.
         base.TroubledNode(node_uuid='unmarked', failed_state='clean failed'),
-        base.TroubledNode(node_uuid='ours', stale=True, group=GROUP)])
+        # Our marks, but the node is not ours now (the provider says why).
+        base.TroubledNode(node_uuid='moved-on', failures=5,
+                          failed_state='clean failed', group=GROUP,
+                          left_alone='the marks are history'),
+        base.TroubledNode(node_uuid='deployed', failures=5, group=GROUP,
+                          left_alone='another deployer\'s deployment')])
     report = housekeeper_mod.Housekeeper(reservers.make_conf(),
                                          provider).run()
-    assert [(a.kind, a.node_uuid) for a in report.actions] == [
-        ('forget tear down', 'ours')]
+    assert report.actions == []
+    assert report.left_alone == {
+        'moved-on': 'the marks are history',
+        'deployed': 'another deployer\'s deployment'}
     assert not provider.recover.called
     assert not provider.quarantine.called
-    provider.clear_failures.assert_called_once_with('ours')
+    assert not provider.record_failure.called
+
+
+def test_a_node_that_stopped_being_ours_since_the_listing_is_left():
+    provider = mock_provider(troubled=[base.TroubledNode(
+        node_uuid='n-1', failed_state='clean failed', group=GROUP)])
+    # Since the listing, another deployer deployed it and it failed.
+    provider.troubled_node.side_effect = lambda uuid: base.TroubledNode(
+        node_uuid='n-1', failed_state='clean failed', group=GROUP,
+        left_alone='the marks are history')
+    report = housekeeper_mod.Housekeeper(reservers.make_conf(),
+                                         provider).run()
+    (action,) = report.actions
+    assert action.kind == 'recover node' and not action.done
+    assert 'no longer this group\'s: the marks are history' in action.error
+    assert not provider.record_failure.called
+    assert not provider.recover.called
+
+
+def test_cycle_returns_only_what_a_return_leaves_in_service():
+    # The quarantine is full of a node in error (its tear down failed:
+    # the tenant's data may be on it) and one that is available: a new
+    # failure cycles the available one out, never the one in error.
+    in_error = base.TroubledNode(
+        node_uuid='in-error', failures=3, failed_state='error',
+        quarantined_at=1.0, group=GROUP)
+    available = base.TroubledNode(
+        node_uuid='available', failures=3, quarantined_at=2.0, group=GROUP,
+        returnable=True)
+    new = base.TroubledNode(node_uuid='new', failures=3, group=GROUP,
+                            failed_state='deploy failed')
+    provider = mock_provider(troubled=[in_error, available, new])
+    conf = reservers.make_conf(max_preserved=2, preserve_scheme='cycle')
+
+    report = housekeeper_mod.Housekeeper(conf, provider).run()
+
+    assert [(a.kind, a.node_uuid, a.done) for a in report.actions] == [
+        ('unquarantine', 'available', True), ('quarantine', 'new', True)]
+    provider.unquarantine.assert_called_once_with('available')
+
+    # With nothing left that a return leaves in service, the new failure
+    # stays out by its count, and the quarantine keeps its marks.
+    provider = mock_provider(troubled=[in_error, new])
+    conf = reservers.make_conf(max_preserved=1, preserve_scheme='cycle')
+    report = housekeeper_mod.Housekeeper(conf, provider).run()
+    assert report.actions == []
+    assert report.out_of_service == ['new']
+    assert not provider.unquarantine.called
 
 
 # -- ownership, failing closed, fencing, the bound ----------------------------
 
-def test_marks_on_a_node_that_changed_hands_are_forgotten(tmp_path):
-    # This group tore the node down, noted a failure, and let it go;
-    # another group claimed it before the next pass (its deploy, once
-    # done, would forget the failure itself).
+def test_marks_on_a_node_that_changed_hands_are_left_alone(tmp_path):
+    # This group noted a failure, and let the node go; another group
+    # claimed it before the next pass (its deploy, once done, would
+    # forget the failure itself).
     cluster = Cluster(tmp_path)
     (node,) = cluster.nodes(1)
     cluster.provider.record_failure(node, 'deploy failed')
@@ -423,10 +477,12 @@ def test_marks_on_a_node_that_changed_hands_are_forgotten(tmp_path):
     cluster.claim('theirs', provider=other, deploy=False)
     (noted,) = cluster.provider.troubled_nodes()
     assert (noted.group, noted.holder) == (cluster.provider.group, 'theirs')
+    records = cluster.inventory.snapshot()
 
     report = cluster.housekeeper().run()
-    assert cluster.kinds(report) == [('forget node', node, True)]
-    assert cluster.provider.troubled_nodes() == []
+    # Nothing written to a node another group holds, not even our marks.
+    assert report.actions == []
+    assert cluster.inventory.snapshot() == records
     # Their tear down fails: theirs to repair, not this group's.
     other.set_state('theirs', lifecycle.State.ERROR)
     other.record_failure(node, 'their tear down failed')
@@ -736,3 +792,59 @@ def test_an_unexpected_error_ends_one_action_not_the_pass(tmp_path):
     assert outcomes[broken[0]] == (False, "KeyError: 'a bug'")
     (other,) = set(outcomes) - set(broken)
     assert outcomes[other] == (True, None)
+
+
+# -- one consumer per group -------------------------------------------------
+
+def test_an_instance_is_gone_only_to_the_consumer_it_was_claimed_for(
+        tmp_path):
+    # Two Nova cells wrongly share a group, and cell B's computes are
+    # down: the leader, in cell A, hears only its own cell, which knows
+    # none of B's instances.  It must not take them for orphans.
+    cluster = Cluster(tmp_path)
+    cluster.nodes(4)
+    cluster.provider.consumer = 'cell-a'
+    cluster.claim('ours-gone', claimer='a-host:1:x')
+    cell_b = cluster.inventory.provider()
+    cell_b.consumer = 'cell-b'
+    cluster.claim('theirs', claimer='b-host:1:x', provider=cell_b)
+    # Claimed before marks named consumers: by a host of cell B that is
+    # down now, and by a live host of cell A.
+    legacy = cluster.inventory.provider()
+    cluster.claim('legacy-b', claimer='b-host:1:y', provider=legacy)
+    cluster.claim('legacy-a', claimer='a-host:1:y', provider=legacy)
+    housekeeper = cluster.housekeeper()
+    housekeeper.consumer = 'cell-a'
+    housekeeper.consumers_of_hosts = lambda: {'a-host': 'cell-a'}
+
+    report = housekeeper.run()
+
+    assert cluster.kinds(report) == [
+        ('release orphan', 'legacy-a', True),
+        ('release orphan', 'ours-gone', True)]
+    assert report.other_consumers == {
+        'theirs': 'claimed for consumer cell-b, not cell-a',
+        'legacy-b': 'claimed before marks named consumers, and no live '
+                    'member of host b-host or host-1 tells which consumer '
+                    'it serves'}
+    assert {r.instance_uuid for r in cluster.provider.reservations()} == {
+        'theirs', 'legacy-b'}
+
+
+def test_a_live_host_of_another_consumer_keeps_its_claims(tmp_path):
+    cluster = Cluster(tmp_path)
+    cluster.nodes(1)
+    cluster.claim('legacy', claimer='b-host:1:x', host='b-host')
+    housekeeper = cluster.housekeeper()
+    housekeeper.consumer = 'cell-a'
+    housekeeper.consumers_of_hosts = lambda: {'b-host': 'cell-b'}
+    report = housekeeper.run()
+    assert report.actions == []
+    assert report.other_consumers == {
+        'legacy': 'its host b-host serves consumer cell-b, not cell-a'}
+
+    # The members cannot be read: nothing can be told, nothing released.
+    def unreadable():
+        raise RuntimeError('etcd is down')
+    housekeeper.consumers_of_hosts = unreadable
+    assert housekeeper.run().actions == []

@@ -78,14 +78,15 @@ class Claimer(object):
         return self.use_allocations and self._api.supports('allocations')
 
     def claim(self, candidates, instance_uuid, required_traits, deadline,
-              claimer=None):
+              claimer=None, consumer=None):
         """Reserve one of ``candidates`` (node dicts), marked as ours.
 
         :param claimer: the member id of the claiming service.
+        :param consumer: the consumer the claim is for, if told.
         :returns: :data:`Claimed`.
         :raises NodeAlreadyClaimed: every candidate was taken.
         """
-        mark = ownership.mark(self._group, claimer)
+        mark = ownership.mark(self._group, claimer, consumer)
         if self.by_allocation:
             return self._by_allocation(candidates, instance_uuid,
                                        required_traits, deadline, mark)

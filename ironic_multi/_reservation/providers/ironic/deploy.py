@@ -54,8 +54,9 @@ LOG = logging.getLogger(__name__)
 # recognizes its instances.
 HOST_KEY = 'nova_host_id'
 NODE_FIELDS = ('uuid', 'instance_uuid', 'power_state', 'target_power_state',
-               'provision_state', 'target_provision_state', 'maintenance',
-               'last_error', 'resource_class')
+               'provision_state', 'target_provision_state',
+               'provision_updated_at', 'maintenance', 'last_error',
+               'resource_class')
 # What says whether a node still holds an instance, and under which mark.
 HOLDER_FIELDS = ('uuid', 'instance_uuid', 'instance_info')
 
@@ -83,25 +84,23 @@ def _check_holds(node, current, instance_uuid):
 
 
 class Deployer(object):
-    """Deploy, rebuild and tear down nodes through an IronicAPI.
+    """Deploy, rebuild and tear down nodes through an IronicAPI."""
 
-    :param on_teardown: ``f(node_uuid)``, called before a tear down is
-        requested from Ironic.
-    """
-
-    def __init__(self, api, conf, on_teardown=None):
+    def __init__(self, api, conf):
         self._api = api
         self._opts = conf.ironic_multi
         self._group = conf.ironic_multi.coordination_group
-        self._on_teardown = on_teardown
 
     def _bounded(self, seconds):
         return self._api.bounded(time.monotonic() + seconds)
 
     # -- deploy -----------------------------------------------------------
 
-    def deploy(self, node, deployment, should_stop=None):
+    def deploy(self, node, deployment, should_stop=None, mark=None):
         """Deploy on ``node`` (claimed by the caller) and wait for it.
+
+        :param mark: the ownership mark to write on a node that carries
+            none yet (claimed by allocation); the group's alone by default.
 
         On failure, takes back what it did (the claim stays) and raises.
 
@@ -116,7 +115,7 @@ class Deployer(object):
             # No request may outlive the deploy's bound, not even one that
             # Ironic never answers.
             with self._bounded(self._opts.deploy_timeout):
-                written = self._write_instance_info(node, deployment)
+                written = self._write_instance_info(node, deployment, mark)
                 for vif in deployment.vifs:
                     self._api.attach_vif(node, vif)
                 if deployment.vifs:
@@ -144,14 +143,16 @@ class Deployer(object):
                  {'node': node, 'instance': deployment.instance_uuid})
         return written
 
-    def rebuild(self, node, deployment):
+    def rebuild(self, node, deployment, mark=None):
         """Re-image in place with ``deployment``; wait for it.
+
+        :param mark: as for :meth:`deploy`.
 
         :raises DeployFailed:
         """
         try:
             with self._bounded(self._opts.deploy_timeout):
-                self._write_instance_info(node, deployment)
+                self._write_instance_info(node, deployment, mark)
                 self._provision(node, states.TARGET_REBUILD, deployment)
                 self._wait_for_active(node, deployment.instance_uuid)
         except exception.DeployFailed:
@@ -170,7 +171,7 @@ class Deployer(object):
         _check_holds(node, current, instance_uuid)
         return current
 
-    def _write_instance_info(self, node, deployment):
+    def _write_instance_info(self, node, deployment, mark=None):
         """Write what the deploy reads, only while the node is ours.
 
         A node claimed by allocation carries no mark yet (the allocation
@@ -181,24 +182,26 @@ class Deployer(object):
         Ironic's answer to the write is the node as it is after it: it is
         checked as a read of the holder would be.
 
+        :param mark: the mark to write on a node without one (the group's
+            alone by default).
         :returns: that answer.
         :raises DeployFailed: the node no longer holds the instance.
         """
         instance_uuid = deployment.instance_uuid
         current = self._holder(node, instance_uuid)
-        mark = ownership.of(current)
-        if mark is None:
+        found = ownership.of(current)
+        if found is None:
             # Guarded by the holder: never another instance's marks.
-            patch = (ownership.mark_patch(current,
-                                          ownership.mark(self._group))
-                     + instance_info_patch(deployment))
+            patch = (ownership.mark_patch(
+                current, mark or ownership.mark(self._group))
+                + instance_info_patch(deployment))
         else:
             patch = instance_info_patch(
-                deployment, ownership.guard(instance_uuid, mark['group']))
+                deployment, ownership.guard(instance_uuid, found['group']))
         try:
             written = self._api.patch_node(node, patch)
         except exception.IronicAPIError as e:
-            if mark is not None and e.status_code == 400:
+            if found is not None and e.status_code == 400:
                 raise exception.DeployFailed(
                     node=node, reason='the node no longer holds instance %s '
                                       'under its mark: %s' % (
@@ -244,19 +247,22 @@ class Deployer(object):
         """Remove every trace of ``instance_uuid`` but the claim; idempotent.
 
         A deployed node is unprovisioned (Ironic clears instance_uuid,
-        instance_info, VIFs and allocation itself); an undeployed one gets
-        its VIFs detached and its instance_info cleared, but for the
-        ownership mark, which goes with the claim.
+        instance_info, VIFs and allocation itself, whether its tear down
+        works or fails); an undeployed one gets its VIFs detached and its
+        instance_info cleared, but for the ownership mark, which goes with
+        the claim.
 
-        :param wait: wait for Ironic's tear down to end.
-        :param deadline: ``time.monotonic()`` value past which a node
-            Ironic keeps busy is not waited for, when sooner than
-            ``unprovision_timeout``.
-        :returns: False when Ironic's tear down goes on (only without
-            ``wait``), else True.
+        :param wait: wait for Ironic's tear down to end (not for the
+            cleaning after it).
+        :param deadline: ``time.monotonic()`` value past which neither a
+            node Ironic keeps busy nor the tear down is waited for, when
+            sooner than ``unprovision_timeout``.
+        :returns: False when Ironic's tear down goes on (without ``wait``,
+            or past ``deadline``), else True.
         :raises TeardownRefused: Ironic refused it (409) until the
             deadline; nothing was done.
-        :raises TeardownFailed:
+        :raises TeardownFailed: it failed: the node is in ``error``, and
+            may hold the instance's data.
         """
         try:
             with self._bounded(self._opts.unprovision_timeout):
@@ -277,6 +283,28 @@ class Deployer(object):
             raise
         except exception.IronicMultiError as e:
             raise exception.TeardownFailed(node=node, reason=e)
+
+    def undeploy(self, node, deadline=None):
+        """Tear down ``node``, which holds no instance, in a failed state.
+
+        Waits for the tear down to end, not for the cleaning after it.
+
+        :param node: the node as read just before, with ``uuid`` and
+            ``provision_updated_at``.
+        :returns: False when ``deadline`` passed first (Ironic goes on).
+        :raises TeardownRefused, TeardownFailed: as :meth:`teardown`.
+        """
+        uuid = node['uuid']
+        until = time.monotonic() + self._opts.unprovision_timeout
+        with self._bounded(self._opts.unprovision_timeout):
+            self._request_teardown(uuid, min(until, deadline or until))
+            # The stamp moves with every change of provision state: a node
+            # still stamped as read has not begun.
+            stamp = node.get('provision_updated_at')
+            return self._wait_teardown(uuid, lambda n: n is None or (
+                n.get('provision_updated_at') != stamp
+                and n['provision_state'] not in states.TEARING_DOWN),
+                until, deadline)
 
     def _clean_up(self, node, vifs):
         uuid = node['uuid']
@@ -305,27 +333,42 @@ class Deployer(object):
                      'nothing to clean up',
                      {'node': uuid, 'instance': node['instance_uuid']})
 
-    def _unprovision(self, node, instance_uuid, wait, busy_deadline=None):
+    def _unprovision(self, node, instance_uuid, wait, deadline=None):
         uuid = node['uuid']
-        deadline = time.monotonic() + self._opts.unprovision_timeout
+        until = time.monotonic() + self._opts.unprovision_timeout
         if node['provision_state'] not in states.TEARING_DOWN:
-            if self._on_teardown is not None:
-                self._on_teardown(uuid)
-            self._request_teardown(uuid, min(
-                deadline, busy_deadline or deadline))
+            self._request_teardown(uuid, min(until, deadline or until))
         if not wait:
             LOG.info('Asked Ironic to tear down node %(node)s of instance '
                      '%(instance)s', {'node': uuid, 'instance': instance_uuid})
             return False
-        node = waiters.wait_for(
-            lambda: self._read_or_none(uuid),
-            lambda n: n is None or n.get('instance_uuid') != instance_uuid,
-            timeout=max(deadline - time.monotonic(), 0),
-            interval=self._opts.state_poll_interval,
-            error=lambda reason: exception.TeardownFailed(node=uuid,
-                                                          reason=reason),
-            what='tear down of node %s' % uuid,
-            failed=_teardown_failed)
+        # Ironic clears instance_uuid as its tear down ends, well or not.
+        return self._wait_teardown(
+            uuid, lambda n: n is None or n.get('instance_uuid') != (
+                instance_uuid) or bool(_teardown_failed(n)), until, deadline)
+
+    def _wait_teardown(self, uuid, ended, until, deadline=None):
+        """Wait until ``ended(node)``; False if ``deadline`` passed first.
+
+        :raises TeardownFailed: it ended in ``error``, or not within
+            ``until``.
+        """
+        bound = until if deadline is None else min(until, deadline)
+        try:
+            node = waiters.wait_for(
+                lambda: self._read_or_none(uuid), ended,
+                timeout=max(bound - time.monotonic(), 0),
+                interval=self._opts.state_poll_interval,
+                error=_StillTearingDown, what='tear down of node %s' % uuid)
+        except _StillTearingDown as e:
+            if bound < until:
+                LOG.info('Tear down of node %(node)s goes on past the '
+                         'deadline: %(error)s', {'node': uuid, 'error': e})
+                return False
+            raise exception.TeardownFailed(node=uuid, reason=e)
+        failed = node is not None and _teardown_failed(node)
+        if failed:
+            raise exception.TeardownFailed(node=uuid, reason=failed)
         LOG.info('Tore down Ironic node %(node)s (now %(state)s)',
                  {'node': uuid, 'state': waiters.describe(node)})
         return True
@@ -351,6 +394,10 @@ class Deployer(object):
             return self._api.get_node(node, fields=NODE_FIELDS)
         except exception.NodeNotFound:
             return None
+
+
+class _StillTearingDown(Exception):
+    """Ironic's tear down had not ended when the wait did."""
 
 
 def _teardown_failed(node):

@@ -42,11 +42,16 @@ KEY = 'ironic_multi'
 PATH = '/instance_info/%s' % KEY
 
 
-def mark(group, claimer=None):
-    """The mark a claim by member ``claimer`` of ``group`` writes."""
+def mark(group, claimer=None, consumer=None):
+    """The mark a claim by member ``claimer`` of ``group`` writes.
+
+    :param consumer: the consumer (Nova cell) it claims for, if told.
+    """
     found = {'group': group}
     if claimer:
         found['claimer'] = claimer
+    if consumer:
+        found['consumer'] = consumer
     return found
 
 

@@ -63,17 +63,24 @@ _HEALTH_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'power_state',
                   'maintenance', 'maintenance_reason', 'last_error')
 # Up to this many nodes, a health check reads each; beyond, it lists.
 _HEALTH_GETS = 10
-_TROUBLE_FIELDS = ('uuid', 'instance_uuid', 'provision_state', 'maintenance',
+_TROUBLE_FIELDS = ('uuid', 'instance_uuid', 'provision_state',
+                   'provision_updated_at', 'maintenance',
                    'maintenance_reason', 'last_error', 'extra',
                    'conductor_group')
 # Marks a node that a conflict showed to be taken, by whom we do not know;
 # the next refresh brings the truth.
 _TAKEN = 'taken'
-# Where failures, quarantine and tear downs are written on a node:
-# ``extra``, so that they survive restarts and tear downs, and every
-# service sees them.  ``group`` there names the group that wrote them: the
-# only one that recovers or quarantines the node.
+# Where failures and quarantine are written on a node: ``extra``, so that
+# they survive restarts and tear downs, and every service sees them.
+# ``group`` there names the group that wrote them: the only one that
+# recovers or quarantines the node.  ``pin`` is the node's
+# ``provision_updated_at`` when they were written: Ironic stamps it at
+# every change of provision state, whoever makes it, so marks whose pin
+# is still the node's stamp describe the state the node is in, and marks
+# whose pin is not are history (the node moved on since: another
+# deployer may have deployed it).
 _MARKS = 'ironic_multi'
+_PIN = 'pin'
 _QUARANTINE_PREFIX = 'ironic-multi quarantine: '
 
 
@@ -115,8 +122,7 @@ class IronicProvider(base.NodeProvider):
             on_taken=lambda node: self.pool.mark_taken(node, _TAKEN),
             on_gone=self.pool.forget)
         self._tenancy = filters.OwnerFilter()
-        self._deployer = deploy.Deployer(self.api, conf,
-                                         on_teardown=self._mark_teardown)
+        self._deployer = deploy.Deployer(self.api, conf)
         self._power = power.PowerControl(self.api, conf)
         self._fields = None
         self._shard_keys = (None, 0)
@@ -394,7 +400,7 @@ class IronicProvider(base.NodeProvider):
         while True:
             claimed = self._claimer.claim(candidates, instance_uuid,
                                           requirements.required_traits,
-                                          deadline, claimer)
+                                          deadline, claimer, self.consumer)
             self.pool.mark_taken(claimed.node_uuid, instance_uuid)
             # The pool's copy of the node may be minutes old: the node is
             # checked again as it is now (a PATCH answers with it).  An
@@ -422,7 +428,8 @@ class IronicProvider(base.NodeProvider):
             # An earlier attempt's node: its state is Ironic's to tell.
             return self.lookup(instance_uuid)
         return self._reservation(dict(node, instance_uuid=instance_uuid),
-                                 mark=ownership.mark(self.group, claimer))
+                                 mark=ownership.mark(self.group, claimer,
+                                                     self.consumer))
 
     def _wrong_claim(self, node, requirements):
         """Why the node just claimed must not serve, or None.
@@ -495,7 +502,8 @@ class IronicProvider(base.NodeProvider):
         mark = ownership.of_allocation(allocation) or {}
         return lifecycle.Reservation(
             instance_uuid=allocation['uuid'], node_uuid=None, state=state,
-            group=mark.get('group'), claimer=mark.get('claimer'))
+            group=mark.get('group'), claimer=mark.get('claimer'),
+            consumer=mark.get('consumer'))
 
     def _reservation(self, node, allocation=None, mark=None):
         info = node.get('instance_info') or {}
@@ -508,7 +516,10 @@ class IronicProvider(base.NodeProvider):
             resource_class=node.get('resource_class'),
             host=info.get(deploy.HOST_KEY),
             power_state=states.power_state(node),
-            group=mark.get('group'), claimer=mark.get('claimer'))
+            group=mark.get('group'), claimer=mark.get('claimer'),
+            consumer=mark.get('consumer'),
+            node_state=node.get('provision_state'),
+            holds_image=states.holds_image(node.get('provision_state')))
 
     def node(self, reservation):
         # From Ironic: the pool holds only the owned shards' nodes, and an
@@ -532,13 +543,14 @@ class IronicProvider(base.NodeProvider):
             # Marked since the lookup: look again.
             return self.own(instance_uuid)
         if not self._patch_held(node, ownership.mark_patch(
-                node, ownership.mark(self.group))):
+                node, ownership.mark(self.group, consumer=self.consumer))):
             return None
         LOG.info('Marked node %(node)s of instance %(instance)s, claimed '
                  'before ownership marks, as group %(group)s\'s',
                  {'node': reservation.node_uuid, 'instance': instance_uuid,
                   'group': self.group})
-        return dataclasses.replace(reservation, group=self.group)
+        return dataclasses.replace(reservation, group=self.group,
+                                   consumer=self.consumer)
 
     def _holding(self, node_uuid, instance_uuid):
         """The node as it is now, or None unless it holds the instance."""
@@ -579,7 +591,7 @@ class IronicProvider(base.NodeProvider):
 
     def deploy(self, reservation, deployment, should_stop=None):
         written = self._deployer.deploy(reservation.node_uuid, deployment,
-                                        should_stop)
+                                        should_stop, self._mark(reservation))
         # Ironic's answer to the deploy's write holds the node's marks:
         # most nodes have no failures, and need no read of them to clear.
         # A tear down's note alone stays: the housekeeper forgets it once
@@ -601,7 +613,17 @@ class IronicProvider(base.NodeProvider):
                                        wait=wait, deadline=deadline)
 
     def rebuild(self, reservation, deployment):
-        self._deployer.rebuild(reservation.node_uuid, deployment)
+        self._deployer.rebuild(reservation.node_uuid, deployment,
+                               self._mark(reservation))
+
+    def _mark(self, reservation):
+        """The mark of ``reservation`` for a node that has none yet.
+
+        The allocation's (claimer, consumer) where it has one; the
+        consumer this provider serves for a claim made before marks.
+        """
+        return ownership.mark(self.group, reservation.claimer,
+                              reservation.consumer or self.consumer)
 
     def power(self, reservation, action, timeout=None):
         self._power.apply(reservation.node_uuid, action, timeout)
@@ -659,7 +681,7 @@ class IronicProvider(base.NodeProvider):
         if mark is None:
             # Claimed by allocation (the allocation carries the mark), or
             # before marks: the caller made sure it is this group's.
-            patch = ownership.mark_patch(node, ownership.mark(self.group))
+            patch = ownership.mark_patch(node, self._mark(reservation))
         elif mark['group'] != self.group:
             raise exception.ForeignReservation(
                 instance=reservation.instance_uuid,
@@ -683,34 +705,31 @@ class IronicProvider(base.NodeProvider):
     def _change_marks(self, node_uuid, change):
         """Read the node's marks, ``change(marks)``, write them back.
 
-        The marks name this group from then on.  Only for nodes this group
-        holds or held: the callers say which.  Another group's marks are
-        history of when that group held the node: they count for nothing
-        here, and are replaced.
+        The marks name this group from then on, pinned to the node's
+        provision state as read (a state that changes between the read
+        and the write leaves them pinned to the older one: history, which
+        the failed-node rules leave alone).  Only for nodes this group
+        holds or just held: the callers say which.  Another group's marks
+        are history of when that group held the node: they count for
+        nothing here, and are replaced.
         """
-        marks = dict(_marks(self.api.get_node(node_uuid, fields=['extra'])))
+        node = self.api.get_node(node_uuid,
+                                 fields=['extra', 'provision_updated_at'])
+        marks = dict(_marks(node))
         before = dict(marks)
         if marks.get('group') not in (None, self.group):
             marks = {}
+        marks.pop(_PIN, None)
         change(marks)
         if any(value is not None for key, value in marks.items()
                if key != 'group'):
-            marks['group'] = self.group
+            marks.update(group=self.group,
+                         **{_PIN: node.get('provision_updated_at')})
         else:
             marks = {}
         if marks != before:
             self._write_marks(node_uuid, marks)
         return marks
-
-    def _mark_teardown(self, node_uuid):
-        """Note, before a tear down, that this group asked for it.
-
-        Ironic cleans the node afterwards, with no instance left on it: if
-        cleaning fails, this note is what makes the node this group's to
-        recover.  The housekeeper forgets it once the node is healthy.
-        """
-        self._change_marks(node_uuid,
-                           lambda marks: marks.update(torn_down=time.time()))
 
     def record_failure(self, node_uuid, reason):
         def fail(marks):
@@ -724,6 +743,8 @@ class IronicProvider(base.NodeProvider):
 
     def clear_failures(self, node_uuid):
         def clear(marks):
+            # ``torn_down``: the note of a tear down that earlier versions
+            # wrote; history now.
             for key in _FAILURE_MARKS + ('torn_down',):
                 marks.pop(key, None)
         self._change_marks(node_uuid, clear)
@@ -746,39 +767,47 @@ class IronicProvider(base.NodeProvider):
             return None
         return _troubled(node)
 
-    def forget(self, node_uuid):
-        # Only the marks: the rest of the node is its holder's.  Ironic
-        # has no conditional write on a value: the caller read the marks
-        # as this group's just before.
-        try:
-            self.api.patch_node(node_uuid, [
-                {'op': 'remove', 'path': '/extra/%s' % _MARKS}])
-        except exception.IronicAPIError as e:
-            if e.status_code != 400:
-                raise
-            LOG.info('Node %s carries no marks any more', node_uuid)
-        self.pool.forget(node_uuid)
+    def _ours(self, node_uuid):
+        """The node as it is now, if this group's failed-node rules may act.
 
-    def _ours(self, node_uuid, fields=_TROUBLE_FIELDS):
-        """The node as it is now; ForeignNode unless this group marked it."""
-        node = self.api.get_node(node_uuid, fields=fields)
+        :raises ForeignNode: another group's marks, or none.
+        :raises NodeNotOurs: this group's marks, but the node is not the
+            group's to act on now (:func:`_why_left_alone`).
+        """
+        node = self.api.get_node(node_uuid,
+                                 fields=_TROUBLE_FIELDS + ('instance_info',))
         group = _marks(node).get('group')
         if group != self.group:
             raise exception.ForeignNode(node=node_uuid, group=group or '-',
                                         ours=self.group)
+        why = _why_left_alone(node, self.group)
+        if why:
+            raise exception.NodeNotOurs(node=node_uuid, ours=self.group,
+                                        reason=why)
         return node
 
-    def recover(self, node_uuid):
+    def recover(self, node_uuid, deadline=None):
         node = self._ours(node_uuid)
         state = node['provision_state']
         if node.get('instance_uuid'):
+            # Its instance's own business: a tear down of it, not this.
             raise exception.NodeConflict(node=node_uuid,
                                          reason='it holds an instance')
         if state in (states.ERROR, states.DEPLOYFAIL):
-            # A failed tear down (or deploy): tear down again.
-            self.api.set_provision_state(node_uuid, states.TARGET_DELETED)
+            # A failed tear down (or deploy): tear down again, and see how
+            # it ends.  The marks (the caller counted this try) follow the
+            # node to the state a failure leaves it in: still this group's.
+            try:
+                self._deployer.undeploy(node, deadline)
+            except exception.TeardownFailed as e:
+                reason = ('recovery from %s failed: %s' % (state, e))[:255]
+                self._change_marks(node_uuid,
+                                   lambda marks: marks.update(reason=reason))
+                raise
         elif state == states.CLEANFAIL:
-            # Cleaning failed: manage it, then clean it again.
+            # Cleaning failed: manage it, then clean it again.  Its end is
+            # not waited for (cleaning may take hours): a failure of it is
+            # pinned to nothing, and left for an operator.
             self.api.set_provision_state(node_uuid, 'manage')
             self.api.set_provision_state(node_uuid, 'provide')
         else:
@@ -795,7 +824,12 @@ class IronicProvider(base.NodeProvider):
             quarantined_at=time.time(), reason=str(reason)[:255]))
 
     def unquarantine(self, node_uuid):
-        self._ours(node_uuid)
+        node = self._ours(node_uuid)
+        if not _returnable(node):
+            raise exception.NodeConflict(
+                node=node_uuid, reason='provision state is %s: lifting its '
+                                       'quarantine would not return it to '
+                                       'service' % node['provision_state'])
         self._write_marks(node_uuid, {})
         self.api.unset_maintenance(node_uuid)
 
@@ -814,9 +848,51 @@ def _troubled(node):
         quarantined_at=marks.get('quarantined_at'),
         holder=node.get('instance_uuid'),
         group=marks.get('group'),
-        stale=(not failed and not marks.get('failures')
-               and not marks.get('quarantined_at')
-               and node.get('provision_state') in states.SETTLED))
+        left_alone=_why_left_alone(node) if marks else None,
+        returnable=_returnable(node))
+
+
+def _why_left_alone(node, group=None):
+    """Why the marking group must not act on the node now, or None.
+
+    The group's failed-node rules (recover, quarantine, return) act only
+    on a node that holds no instance but one under ``group``'s ownership
+    mark, holds no deployment of anyone else's, is not in maintenance but
+    for the group's own quarantine, and whose marks are pinned to its
+    provision state: nothing happened to it since the group wrote them.
+    Whatever else the node went through, someone else may have deployed
+    it meanwhile.
+
+    :param node: the node as read; with ``instance_info`` for a node that
+        holds an instance, else that instance counts as someone else's.
+    """
+    marks = _marks(node)
+    state = node.get('provision_state')
+    holder = node.get('instance_uuid')
+    if holder and (group is None
+                   or (ownership.of(node) or {}).get('group') != group):
+        return 'it holds instance %s' % holder
+    if state not in states.AT_REST:
+        return ('it is %s: %s' % (state, 'busy' if holder else
+                                  'another deployer\'s deployment, or busy'))
+    if node.get('maintenance') and not _our_quarantine(node, marks):
+        return 'it is in maintenance set by someone else (%s)' % (
+            node.get('maintenance_reason') or 'no reason given')
+    if _PIN not in marks or marks[_PIN] != node.get('provision_updated_at'):
+        return ('its provision state changed since this group marked it: '
+                'the marks are history')
+    return None
+
+
+def _our_quarantine(node, marks):
+    return bool(marks.get('quarantined_at')) and (
+        node.get('maintenance_reason') or '').startswith(_QUARANTINE_PREFIX)
+
+
+def _returnable(node):
+    """Whether lifting its quarantine returns the node to service."""
+    return (not node.get('instance_uuid')
+            and node.get('provision_state') in states.RETURNABLE)
 
 
 def _problem(node, instance_uuid):

@@ -43,6 +43,18 @@ VERIFYING = 'verifying'
 INSPECTING = 'inspecting'
 INSPECTWAIT = 'inspect wait'
 INSPECTFAIL = 'inspect failed'
+RESCUE = 'rescue'
+RESCUING = 'rescuing'
+RESCUEWAIT = 'rescue wait'
+RESCUEFAIL = 'rescue failed'
+UNRESCUING = 'unrescuing'
+UNRESCUEFAIL = 'unrescue failed'
+SERVICING = 'servicing'
+SERVICEWAIT = 'service wait'
+SERVICEHOLD = 'service hold'
+SERVICEFAIL = 'service failed'
+ADOPTING = 'adopting'
+ADOPTFAIL = 'adopt failed'
 
 # Provision targets (``PUT /v1/nodes/X/states/provision``).
 TARGET_ACTIVE = 'active'
@@ -74,9 +86,21 @@ UNDEPLOYED = frozenset((
     AVAILABLE, MANAGEABLE, ENROLL, VERIFYING, INSPECTING, INSPECTWAIT,
     INSPECTFAIL, CLEANING, CLEANWAIT, CLEANFAIL, CLEANHOLD))
 
-# Stable states a tear down or a deploy ends in: a note about how the
-# node got there is history.
-SETTLED = frozenset((AVAILABLE, ACTIVE, MANAGEABLE, ENROLL))
+# A deployed node, rescued, serviced or being adopted: it holds an image
+# all the same, and only a tear down removes it.
+DEPLOYED_OTHERWISE = frozenset((
+    RESCUE, RESCUING, RESCUEWAIT, RESCUEFAIL, UNRESCUING, UNRESCUEFAIL,
+    SERVICING, SERVICEWAIT, SERVICEHOLD, SERVICEFAIL, ADOPTING, ADOPTFAIL))
+# Failed, but holding the image: the instance is there, in error.
+FAILED_DEPLOYED = frozenset((RESCUEFAIL, UNRESCUEFAIL, SERVICEFAIL,
+                             ADOPTFAIL))
+# At rest, and holding no deployment of anyone's: the only states the
+# housekeeper's failed-node rules act in (a node holding no instance in
+# any other state is another deployer's deployment, or busy).
+AT_REST = FAILED | frozenset((AVAILABLE, MANAGEABLE, ENROLL))
+# A quarantined node in these states goes back to service by lifting its
+# maintenance: nothing is left to finish.
+RETURNABLE = frozenset((AVAILABLE,))
 
 _POWER = {POWER_ON: lifecycle.PowerState.ON,
           POWER_OFF: lifecycle.PowerState.OFF}
@@ -129,7 +153,9 @@ def reservation_state(node):
     service recovers without any memory of its own.
     """
     provision_state = node.get('provision_state')
-    if provision_state == ACTIVE:
+    if provision_state in FAILED_DEPLOYED:
+        return lifecycle.State.ERROR
+    if provision_state == ACTIVE or provision_state in DEPLOYED_OTHERWISE:
         return lifecycle.State.ACTIVE
     if provision_state in DEPLOY_IN_PROGRESS:
         return lifecycle.State.DEPLOYING
@@ -138,6 +164,15 @@ def reservation_state(node):
     if provision_state in FAILED:
         return lifecycle.State.ERROR
     return lifecycle.State.CLAIMED
+
+
+def holds_image(provision_state):
+    """Whether a node in ``provision_state`` may hold an instance's image.
+
+    Every state but those of a node never deployed, or cleaned after its
+    tear down: a failed deploy or tear down may have left the image.
+    """
+    return provision_state not in UNDEPLOYED
 
 
 def power_state(node):

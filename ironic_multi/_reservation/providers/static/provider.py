@@ -51,6 +51,11 @@ _POWER_AFTER = {base.PowerAction.ON: lifecycle.PowerState.ON,
                 base.PowerAction.REBOOT: lifecycle.PowerState.ON}
 _HANDOVER = 'handover'
 _RETURN = 'return'
+# Record states of a node that holds what its user left on it: handed
+# over (or being), or its return failed.
+_HOLDING_DATA = frozenset(state.value for state in (
+    lifecycle.State.DEPLOYING, lifecycle.State.ACTIVE,
+    lifecycle.State.ERROR))
 
 
 def _why_not_ready(node):
@@ -188,7 +193,11 @@ class StaticProvider(base.NodeProvider):
             host=record.get('host'),
             power_state=lifecycle.PowerState(
                 record.get('power_state', 'unknown')),
-            group=record.get('group'), claimer=record.get('claimer'))
+            group=record.get('group'), claimer=record.get('claimer'),
+            consumer=record.get('consumer'), node_state=record['state'],
+            # A node handed over, or whose return failed, holds what its
+            # user left on it.
+            holds_image=record['state'] in _HOLDING_DATA)
 
     def lookup(self, instance_uuid):
         record = self.records.read().get(instance_uuid)
@@ -238,6 +247,7 @@ class StaticProvider(base.NodeProvider):
                 # The ownership mark, in the same locked write.
                 'group': self.group,
                 'claimer': claimer,
+                'consumer': self.consumer,
             }
             LOG.info('Claimed static node %(node)s for instance '
                      '%(instance)s',
@@ -254,7 +264,7 @@ class StaticProvider(base.NodeProvider):
                 return None
             group = record.get('group')
             if group is None:
-                record['group'] = self.group
+                record.update(group=self.group, consumer=self.consumer)
             elif group != self.group:
                 raise exception.ForeignReservation(
                     instance=instance_uuid, node=record['node_uuid'],
@@ -461,10 +471,11 @@ class StaticProvider(base.NodeProvider):
                 failed_state=(state if state == lifecycle.State.ERROR.value
                               else None),
                 quarantined_at=marks.get('quarantined_at'),
-                holder=holder, group=marks.get('group') or group))
+                holder=holder, group=marks.get('group') or group,
+                returnable=holder is None))
         return found
 
-    def recover(self, node_uuid):
+    def recover(self, node_uuid, deadline=None):
         self._ours(node_uuid)
         for reservation in self.reservations():
             if (reservation.node_uuid == node_uuid
@@ -480,15 +491,18 @@ class StaticProvider(base.NodeProvider):
                          reason=str(reason)[:255])
         self._change_marks(node_uuid, quarantine)
 
-    def forget(self, node_uuid):
-        with self.records.changing() as document:
-            marks = document['nodes'].get(node_uuid) or {}
-            if marks.get('group') == self.group:
-                del document['nodes'][node_uuid]
-
     def unquarantine(self, node_uuid):
         self._ours(node_uuid)
         with self.records.changing() as document:
+            holders = sorted(
+                instance for instance, record in
+                document['reservations'].items()
+                if record['node_uuid'] == node_uuid)
+            if holders:
+                raise exception.NodeConflict(
+                    node=node_uuid, reason='it holds instance %s: lifting '
+                                           'its quarantine would not return '
+                                           'it to service' % holders[0])
             document['nodes'].pop(node_uuid, None)
 
 
