@@ -479,6 +479,16 @@ class Membership:
             members.add(self.member_id)
         return members
 
+    def namesakes(self):
+        """Ids of the other live members under this member's host name.
+
+        Each process is a member of its own: another one is this host's
+        previous process, until its membership expires, or a second
+        process under the same host name.
+        """
+        return sorted(m for m in self.members()
+                      if m != self.member_id and host_of(m) == self.host)
+
     def lock(self, name):
         """A tooz lock named ``<group>.<name>``, shared by the group.
 
