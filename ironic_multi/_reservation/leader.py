@@ -122,6 +122,31 @@ def release(lock):
             forget(lock)
 
 
+def take(membership, lock, what):
+    """Take ``lock`` if nobody holds it, through ``membership``, bounded.
+
+    Never waits for another holder.  An acquire that outlives the
+    membership's call bound goes on in a daemon thread; should it
+    succeed there, this member would hold a lock that it does not know
+    of (tooz's etcd3 heartbeat renews it for good, a ZooKeeper lock node
+    lives with the session), and nobody could take it again until the
+    process ends.  It is given back as soon as it answers.
+
+    :param what: the lock, for the logs (``'the housekeeper lock'``).
+    :returns: whether this member holds the lock now.
+    :raises tooz.ToozError, CoordinationUnavailable: the backend failed,
+        or did not answer in time.
+    """
+    def give_back(acquired):
+        if acquired:
+            LOG.warning('Took %s after giving up waiting for it; giving it '
+                        'back', what)
+            give_up(membership, lock, what)
+
+    return membership.call('taking %s' % what, lock.acquire, False,
+                           late=give_back)
+
+
 def give_up(membership, lock, what):
     """Release ``lock`` through ``membership``, or let it expire.
 
@@ -179,8 +204,7 @@ class Leadership(object):
         try:
             if self._lock is None:
                 lock = self._membership.lock(self._role)
-                if self._membership.call('taking the %s lock' % self._role,
-                                         lock.acquire, False):
+                if take(self._membership, lock, 'the %s lock' % self._role):
                     self._lock = lock
                     LOG.info('Member %(member)s now leads %(role)s',
                              {'member': self._membership.member_id,

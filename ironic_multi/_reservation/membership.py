@@ -21,6 +21,7 @@ publish a small JSON payload (its node counts) that every member reads.
 
 import concurrent.futures
 import contextlib
+import functools
 from importlib import metadata as importlib_metadata
 import json
 import os
@@ -229,6 +230,24 @@ def _text(member_id):
 
 class _NoAnswer(Exception):
     """A backend call did not end within the bound."""
+
+
+def _answered_late(action, late, call):
+    """Hand the result of an abandoned ``call`` to ``late``, if it has one.
+
+    In a thread of its own: the callback may run in the caller's thread
+    (the call ended as the caller gave up), which must not wait longer.
+    """
+    if call.exception() is not None:
+        return
+
+    def run():
+        try:
+            late(call.result())
+        except Exception:
+            LOG.exception('Handling the late answer of "%s" failed', action)
+
+    worker.in_daemon_thread('ironic-multi-late-answer', run)
 
 
 class _FileBoard:
@@ -460,6 +479,16 @@ class Membership:
             members.add(self.member_id)
         return members
 
+    def namesakes(self):
+        """Ids of the other live members under this member's host name.
+
+        Each process is a member of its own: another one is this host's
+        previous process, until its membership expires, or a second
+        process under the same host name.
+        """
+        return sorted(m for m in self.members()
+                      if m != self.member_id and host_of(m) == self.host)
+
     def lock(self, name):
         """A tooz lock named ``<group>.<name>``, shared by the group.
 
@@ -471,22 +500,28 @@ class Membership:
         return self._client().get_lock(
             ('%s.%s' % (self.group, name)).encode())
 
-    def call(self, action, function, *args):
+    def call(self, action, function, *args, late=None):
         """``function(*args)``, a blocking call to the backend, bounded.
 
         It waits at most the membership timeout, like every other call
         here; one that outlives it goes on in a daemon thread.
 
         :param action: what the call does, for the error.
+        :param late: for a call that outlived the bound: called with its
+            result once it returns (not when it fails), in a daemon
+            thread; what the call took, nobody else knows of.
         :raises CoordinationUnavailable: no answer in time, or the
             backend's error.
         """
+        running = worker.in_daemon_thread('ironic-multi-coordination',
+                                          function, *args)
         with self._translated(action, errors=(tooz.ToozError, OSError)):
             try:
-                return worker.in_daemon_thread(
-                    'ironic-multi-coordination', function, *args).result(
-                    timeout=self._call_timeout)
+                return running.result(timeout=self._call_timeout)
             except concurrent.futures.TimeoutError:
+                if late is not None:
+                    running.add_done_callback(
+                        functools.partial(_answered_late, action, late))
                 raise _NoAnswer()
 
     def publish(self, payload):

@@ -41,7 +41,6 @@ from nova import objects
 from nova.virt import driver as virt_driver
 from nova.virt import hardware
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation import reserver as reserver_mod
@@ -87,7 +86,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._instances = None
         self._inventory = None
         self._takeover = None
-        self._started = None
+        self._left_tasks = None
         # Whether the upgrade's ownership marks are done.
         self._owned = False
 
@@ -95,12 +94,15 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def init_host(self, host):
         self._host = host
-        # Requests begun before now died with the previous process.
-        self._started = timeutils.utcnow()
         if self._reserver is None:
             # The member id of the coordination group is per host: Nova's
             # test services share one process.
             self._reserver = reserver_mod.Reserver(CONF, host=host)
+        self._left_tasks = left_tasks.LeftTasks(
+            host, lambda: self._reserver.membership.namesakes())
+        # Nova serves no request here before init_host ends: the requests
+        # unfinished now are not this process's.
+        self._left_tasks.remember(nova_context.get_admin_context())
         self._reserver.set_consumers(consumers.instance_states,
                                      identity=consumers.identity())
         self._reserver.on_refresh(self._refresh_inventory)
@@ -144,8 +146,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                   'provider': self._reserver.provider.name})
 
     def _end_left_tasks(self):
-        left_tasks.end(nova_context.get_admin_context(), self._host,
-                       started=self._started)
+        self._left_tasks.end(nova_context.get_admin_context())
 
     def _own_instances(self):
         if self._owned:

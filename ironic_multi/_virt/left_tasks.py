@@ -32,56 +32,203 @@ deletion, and when that fails too (Ironic still away), Nova sets the
 instance to ERROR and leaves the task ``deleting``.  The killed request's
 event never ends.
 
-:func:`end` finds such instances on this host: ERROR, a task set, and the
-latest instance action of the instance over at least ``grace`` seconds
-ago, with an event in error, or with an event of this host that began
-before this service started (its request died with the service's
-previous process) while this service has run for ``grace`` seconds (its
-``init_host`` is done with it).  A request in progress has an event not
-finished yet; a new request has a newer action, or for a moment only its
-task (the instance was saved less than ``grace`` seconds ago).  It ends
-the task (the state stays ERROR, as Nova's error handling left it),
-expecting the task it read; the user's next request (a delete again)
-goes ahead.
+**No clock of another host.**  The times in Nova's records come from
+several hosts: an action's start from the host of the API that took the
+request, an event's start and end from the nova-conductor that wrote it,
+an instance's ``updated_at`` from whichever service saved it.  None of
+them is compared with this host's clock, nor with each other: a
+conductor 20 s behind, or an API host 120 s ahead, made a live rebuild
+look cut short or superseded.  What is judged instead:
+
+- which action is the latest: the highest id (the database's order of
+  insertion);
+- whether its request is over: it ended with an event in error; or an
+  event of it on this host is unfinished, was unfinished already when
+  this process started (:meth:`LeftTasks.remember`, called before Nova
+  serves any request here), and no other process under this host name is
+  a live member of the coordination group.  Such an event is not this
+  process's, so its request died with a previous one; another live
+  process under the same name (which Nova does not support, or the
+  previous process until its membership expires) may still be running
+  it;
+- how long it has been so: on this process's own monotonic clock, from
+  the first pass that saw the instance in that state (task, the
+  ``updated_at`` it read, the latest action and its events, compared as
+  they are) to a pass at least ``grace`` seconds later that sees it
+  unchanged.  Nova's API saves the task of a new request (a delete of the
+  ERROR server) before it records the request's action: for that moment
+  the failed request still looks like the latest, and the next pass sees
+  the new action.
+
+Then it ends the task (the state stays ERROR, as Nova's error handling
+left it), expecting the task it read; the user's next request (a delete
+again) goes ahead.
 """
+
+import time
 
 from nova.compute import vm_states
 from nova import exception as nova_exception
 from nova import objects
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 LOG = logging.getLogger(__name__)
 
-# Seconds after the failed request's end before its task counts as left:
-# Nova saved the task back before the event ended.
+# Seconds on this process's clock that an instance must stay unchanged,
+# its request over, before its task counts as left: longer than Nova's
+# API takes from saving a new request's task to recording its action.
 GRACE = 30
 
 
-def end(context, host, grace=None, started=None):
-    """End the tasks left on ``host``'s instances; returns their UUIDs.
+def _latest_action(context, instance_uuid):
+    """The instance's latest action and its events, or ``(None, [])``."""
+    actions = objects.InstanceActionList.get_by_instance_uuid(
+        context, instance_uuid)
+    if not actions:
+        return None, []
+    latest = max(actions, key=lambda action: action.id)
+    return latest, list(objects.InstanceActionEventList.get_by_action(
+        context, latest.id))
 
-    :param grace: seconds, ``GRACE`` by default.
-    :param started: when this service started (UTC): requests begun
-        before it died with the previous process.  None: unknown, and
-        only requests that ended in error count.
+
+def unfinished_events(context, host):
+    """Ids of the unfinished events of ``host`` in its instances' requests.
+
+    The latest action of each instance of the host that is building or
+    has a task.
     """
-    ended = []
-    grace = GRACE if grace is None else grace
-    now = timeutils.utcnow().replace(tzinfo=None)
-    if started is not None:
-        started = _naive(started)
-    instances = objects.InstanceList.get_by_filters(
-        context, {'host': host, 'vm_state': vm_states.ERROR,
-                  'deleted': False}, expected_attrs=[])
-    for instance in instances:
-        task = instance.task_state
-        if not task or _saved_lately(instance, now, grace):
+    found = set()
+    for instance in objects.InstanceList.get_by_filters(
+            context, {'host': host, 'deleted': False}, expected_attrs=[]):
+        if (instance.task_state is None
+                and instance.vm_state != vm_states.BUILDING):
             continue
-        failed = _failed_request(context, instance.uuid, host, now, grace,
-                                 started)
-        if failed is None:
-            continue
+        _action, events = _latest_action(context, instance.uuid)
+        found.update(event.id for event in events
+                     if event.finish_time is None and event.host == host)
+    return frozenset(found)
+
+
+class LeftTasks(object):
+    """Ends the tasks left on the instances of ``host``, pass after pass.
+
+    :param host: this nova-compute's host.
+    :param namesakes: returns the ids of the other live members of the
+        coordination group under this host name; raises when it cannot
+        tell.
+    :param clock: monotonic seconds of this process.
+    """
+
+    def __init__(self, host, namesakes, clock=time.monotonic):
+        self.host = host
+        self._namesakes = namesakes
+        self._clock = clock
+        # Events unfinished at this process's start; None: unknown.
+        self._before_start = None
+        # {instance uuid: (what a pass saw, when it first saw it)}.
+        self._seen = {}
+        # The other members under this host name, last seen; this pass's
+        # answer (None: not asked yet).
+        self._others = ()
+        self._others_now = None
+
+    def remember(self, context):
+        """Note the requests of this host that are unfinished now.
+
+        Before this process runs any request (the driver's ``init_host``:
+        Nova starts serving requests after it).  When Nova cannot say,
+        only requests that ended in error count, for this process's life.
+        """
+        try:
+            self._before_start = unfinished_events(context, self.host)
+        except Exception as e:
+            LOG.warning('Cannot read the requests of host %(host)s '
+                        'unfinished at its start (%(error)s): tasks left '
+                        'by requests that died with its previous process '
+                        'are not ended', {'host': self.host, 'error': e})
+
+    def end(self, context, grace=None):
+        """One pass: end the tasks left on the host's instances.
+
+        :param grace: seconds, ``GRACE`` by default.
+        :returns: the UUIDs of the instances whose task it ended.
+        """
+        grace = GRACE if grace is None else grace
+        now = self._clock()
+        seen, self._seen = self._seen, {}
+        self._others_now = None
+        ended = []
+        instances = objects.InstanceList.get_by_filters(
+            context, {'host': self.host, 'vm_state': vm_states.ERROR,
+                      'deleted': False}, expected_attrs=[])
+        for instance in instances:
+            task = instance.task_state
+            if not task:
+                continue
+            latest, events = _latest_action(context, instance.uuid)
+            why = self._failure(events) if events else None
+            if why is None:
+                continue
+            state = (task, instance.updated_at, latest.id,
+                     tuple(sorted((e.id, e.result, e.finish_time)
+                                  for e in events)))
+            first = seen.get(instance.uuid)
+            if first is None or first[0] != state:
+                # The first pass that sees it so starts the wait.
+                self._seen[instance.uuid] = (state, now)
+                continue
+            self._seen[instance.uuid] = first
+            if now - first[1] >= grace and self._end(
+                    instance, task, {'action': latest.action,
+                                     'request': latest.request_id,
+                                     'event': why}):
+                ended.append(instance.uuid)
+        return ended
+
+    def _failure(self, events):
+        """What ended the request of ``events``; None if it may run."""
+        unfinished = [e for e in events if e.finish_time is None]
+        if not unfinished:
+            return _in_error(events)
+        if self._before_start is None or any(
+                e.id not in self._before_start for e in unfinished):
+            # This process may be running it.
+            return None
+        if self._other_processes():
+            return None
+        return '%s cut short by a restart' % _last(unfinished).event
+
+    def _other_processes(self):
+        """Whether another process may run under this host name.
+
+        Asked once a pass; True when the group cannot tell.
+        """
+        if self._others_now is None:
+            self._others_now = self._ask_the_group()
+        return self._others_now
+
+    def _ask_the_group(self):
+        try:
+            others = tuple(sorted(self._namesakes()))
+        except Exception as e:
+            LOG.warning('Cannot list the coordination group (%s): tasks of '
+                        'unfinished requests are not ended until it can '
+                        'be', e)
+            return True
+        if others and others != self._others:
+            LOG.warning('Other live members of the coordination group '
+                        'under host name %(host)s: %(others)s.  The '
+                        'previous process of this host, until its '
+                        'membership expires; else a second nova-compute '
+                        'with this host name, which Nova does not '
+                        'support.  Tasks of requests begun before this '
+                        'process started are not ended meanwhile',
+                        {'host': self.host, 'others': ', '.join(others)})
+        self._others = others
+        return bool(others)
+
+    @staticmethod
+    def _end(instance, task, failed):
         instance.task_state = None
         try:
             instance.save(expected_task_state=[task])
@@ -90,58 +237,19 @@ def end(context, host, grace=None, started=None):
             LOG.debug('Task %(task)s of instance %(instance)s changed '
                       'meanwhile: %(error)s',
                       {'task': task, 'instance': instance.uuid, 'error': e})
-            continue
+            return False
         LOG.warning('Instance %(instance)s: ended its task %(task)s, left '
                     'after its request failed (%(action)s, request '
                     '%(request)s: %(event)s)',
                     dict(failed, instance=instance.uuid, task=task))
-        ended.append(instance.uuid)
-    return ended
+        return True
 
 
-def _saved_lately(instance, now, grace):
-    """Whether the instance was saved less than ``grace`` seconds ago.
-
-    Nova's API saves the task of a new request before it records the
-    request's action: for that moment the failed request is still the
-    latest.
-    """
-    if not instance.obj_attr_is_set('updated_at') or not instance.updated_at:
-        return False
-    return (now - _naive(instance.updated_at)).total_seconds() < grace
-
-
-def _failed_request(context, instance_uuid, host, now, grace, started):
-    """The latest action if it failed ``grace`` s ago, or None.
-
-    Failed: ended with an event in error, or cut short by the end of the
-    previous process of this service (``host``).  A request unfinished on
-    another host may still run there (a lost host that is only stuck).
-    """
-    actions = objects.InstanceActionList.get_by_instance_uuid(
-        context, instance_uuid)
-    if not actions:
-        return None
-    latest = max(actions, key=lambda a: _naive(a.start_time))
-    events = objects.InstanceActionEventList.get_by_action(context,
-                                                           latest.id)
-    if not events:
-        return None
-    unfinished = [e for e in events if e.finish_time is None]
-    if unfinished:
-        if (started is None or (now - started).total_seconds() < grace
-                or any(e.host != host or _naive(e.start_time) >= started
-                       for e in unfinished)):
-            return None
-        return {'action': latest.action, 'request': latest.request_id,
-                'event': '%s cut short by a restart' % unfinished[-1].event}
+def _in_error(events):
+    """What failed, if the finished request ended with an event in error."""
     errors = [e for e in events if e.result == 'Error']
-    ended = max(_naive(e.finish_time) for e in events)
-    if not errors or (now - ended).total_seconds() < grace:
-        return None
-    return {'action': latest.action, 'request': latest.request_id,
-            'event': '%s in error' % errors[-1].event}
+    return '%s in error' % _last(errors).event if errors else None
 
 
-def _naive(moment):
-    return moment.replace(tzinfo=None)
+def _last(events):
+    return max(events, key=lambda event: event.id)

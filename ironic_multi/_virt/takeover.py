@@ -492,17 +492,17 @@ class Takeover(object):
         return result
 
     def _lock(self, source, wait=0):
-        # Tries without blocking, again and again: a blocking acquire that
-        # outlived the membership's call bound could take the lock later,
-        # in a thread nobody waits for, and never give it back.
+        # Tries without blocking, again and again: a blocking acquire
+        # would outlive the membership's call bound whenever another
+        # service holds the lock.
         membership = self._reserver.membership
         deadline = time.monotonic() + wait
         lock = None
         while True:
             try:
                 lock = lock or membership.lock(LOCK_NAME % source)
-                if membership.call('taking the takeover lock of %s'
-                                   % source, lock.acquire, False):
+                if leader.take(membership, lock,
+                               'the takeover lock of %s' % source):
                     return lock
             except (tooz.ToozError, exception.CoordinationUnavailable) as e:
                 raise self._refused(

@@ -21,6 +21,8 @@ it believe it still leads (tooz's etcd3 lock renews an expired lease
 without a word), or there are two housekeepers until a restart.
 """
 
+import re
+import urllib.parse
 import uuid
 
 import pytest
@@ -29,6 +31,7 @@ from ironic_multi._reservation import leader
 from ironic_multi._reservation import membership as membership_mod
 from ironic_multi import exception
 from ironic_multi.testing import coordination as coordination_servers
+from ironic_multi.testing import fault_proxy
 from tests.functional.waiting import wait_for
 
 TIMEOUT = 2
@@ -107,4 +110,44 @@ def test_a_lead_given_up_while_etcd_was_away_is_taken_by_another():
             other.confirm()
         finally:
             first.stop()
+            second.stop()
+
+
+def test_a_lead_etcd_gave_after_the_bound_is_given_back(etcd):
+    """etcd answers a lock's acquire after the member gave up waiting.
+
+    The acquire went on in a thread nobody waited for and took the lock;
+    tooz's etcd3 heartbeat then renewed it for as long as the process
+    lived, and nobody, the member included, could lead again.  The lock
+    lives longer than the wait here (``lock_timeout``): only giving it
+    back lets the other member lead in time.
+    """
+    lock_timeout = TIMEOUT * 5
+    group = 'leader-test-%s' % uuid.uuid4().hex[:8]
+    proxy = fault_proxy.FaultProxy(
+        'http://%s' % urllib.parse.urlsplit(etcd).netloc)
+    with proxy:
+        slow = _member('etcd3+%s?lock_timeout=%d' % (
+            proxy.endpoint, lock_timeout), group, 'slow')
+        second = _member(etcd, group, 'second')
+        try:
+            late = leader.Leadership(slow, 'housekeeper')
+            other = leader.Leadership(second, 'housekeeper')
+            key = slow.lock('housekeeper')._key_b64
+            acquire = '(?s)^(?=.*"target": "CREATE")(?=.*"%s")' % (
+                re.escape(key))
+            with proxy.fault('delay', method='POST', path='/kv/txn$',
+                             body=acquire, seconds=TIMEOUT * 2) as delayed:
+                assert not late.try_lead()
+                wait_for(lambda: any(
+                    seen.fault == 'delay' and seen.status == 200
+                    for seen in proxy.seen), TIMEOUT * 5,
+                    'etcd to answer the acquire')
+            assert delayed.applied == 1
+            wait_for(other.try_lead, lock_timeout / 2,
+                     'the other member to lead')
+            other.confirm()
+            assert not late.try_lead()
+        finally:
+            slow.stop()
             second.stop()

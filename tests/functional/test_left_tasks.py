@@ -20,6 +20,9 @@ deletion, that failed too, and Nova left the server ERROR with its task
 ``deleting`` for good (the killed request's event never ends, so nothing
 told it from a delete in progress).
 
+A second process under the same host name, a live member of the
+coordination group, keeps the task: the request may be its own.
+
 As a SIGKILL leaves it: the compute is stopped, and the server's task and
 the killed request's action and unfinished event are written through
 Nova's objects.  Ironic answers 503 to the tear down (through a fault
@@ -32,6 +35,7 @@ from nova.compute import task_states
 from nova import context as nova_context
 from nova import objects
 
+from ironic_multi._reservation import membership
 from ironic_multi.testing import fault_proxy
 from tests.functional import nova_base
 
@@ -78,13 +82,29 @@ class RestartedDeletionTest(nova_base.IronicMultiTestBase):
         self.assertEqual('deleting', server['OS-EXT-STS:task_state'])
 
         driver = self.driver_of(compute)
-        # Within the grace after the start, Nova's init_host may still be
-        # at it: the task stays.
+        # One pass alone ends nothing: it must see the same for ``GRACE``
+        # seconds (Nova's init_host may still be at it).
         driver._end_left_tasks()
         self.assertEqual('deleting',
                          self._show_server(server)['OS-EXT-STS:task_state'])
         self.useFixture(fixtures.MonkeyPatch(
             'ironic_multi._virt.left_tasks.GRACE', 0))
+        # A second process under this host name, a live member of the
+        # group: the unfinished request may be its own.
+        ours = driver._reserver.membership
+        namesake = membership.Membership(ours.url, ours.group, 30,
+                                         host=ours.host)
+        namesake.start()
+        try:
+            driver._end_left_tasks()
+            driver._end_left_tasks()
+            self.assertEqual(
+                'deleting',
+                self._show_server(server)['OS-EXT-STS:task_state'])
+        finally:
+            namesake.stop()
+        # Two passes of this process that see it the same.
+        driver._end_left_tasks()
         driver._end_left_tasks()
         server = self._show_server(server)
         self.assertEqual('ERROR', server['status'])

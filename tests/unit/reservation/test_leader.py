@@ -37,6 +37,7 @@ from tooz.drivers import zookeeper as tooz_zookeeper
 from ironic_multi._reservation import leader
 from ironic_multi._reservation import membership
 from ironic_multi import exception
+from tests.unit.reservation import fakes
 
 ROLE = 'housekeeper'
 NAME = b'ironic-multi.housekeeper'
@@ -272,3 +273,49 @@ def test_a_lock_given_up_cleanly_is_not_forgotten():
     membership_.call.assert_called_once_with(
         'releasing the housekeeping lock', leader.release, lock)
     forget.assert_not_called()
+
+
+# -- an acquire that answers after the call bound --------------------------
+
+@pytest.fixture
+def impatient(tmp_path):
+    """A member whose backend calls give up after 1 s, over fake locks."""
+    started = membership.Membership('file://%s' % tmp_path, 'g', 1,
+                                    host='a')
+    started.start()
+    locks = fakes.Locks()
+    with mock.patch.object(started, 'lock', side_effect=locks.lock):
+        yield started, locks
+    started.stop()
+
+
+def test_a_lead_taken_after_the_bound_is_given_back(impatient):
+    """The acquire the member gave up on takes the lock later.
+
+    Nobody knew it held the lock (tooz's etcd3 heartbeat renews it for
+    good): nobody, this member included, could lead again.
+    """
+    member, locks = impatient
+    lead = leader.Leadership(member, ROLE)
+    locks.stall()
+    assert not lead.try_lead()
+    (late,) = locks.holders.values()
+    locks.answer()
+    assert late.answered.wait(5)
+    assert locks.free(ROLE)
+    assert lead.try_lead()
+    lead.confirm()
+
+
+def test_a_late_refusal_leaves_the_holder_alone(impatient):
+    member, locks = impatient
+    holder = locks.lock(ROLE)
+    assert holder.acquire(False)
+    lead = leader.Leadership(member, ROLE)
+    locks.stall()
+    with mock.patch.object(leader, 'give_up') as give_up:
+        assert not lead.try_lead()
+        locks.answer()
+        assert not locks.free(ROLE, timeout=0.5)
+    give_up.assert_not_called()
+    assert locks.holders == {ROLE: holder}

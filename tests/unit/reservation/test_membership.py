@@ -104,6 +104,14 @@ def test_members_see_joins_and_leaves(members):
     assert first.members() == {first.member_id}
 
 
+def test_namesakes_are_the_other_members_under_the_host_name(members):
+    first, second, other = members('a'), members('a'), members('b')
+    assert first.namesakes() == [second.member_id]
+    assert other.namesakes() == []
+    second.stop()
+    assert first.namesakes() == []
+
+
 def test_published_payloads(url, members):
     # Published before the start: sent with the join.
     first = membership.Membership(url, 'group', 5, host='a')

@@ -18,6 +18,7 @@ import pytest
 from ironic_multi._virt import capacity
 from ironic_multi._virt import consumers
 from ironic_multi._virt import driver
+from ironic_multi._virt import left_tasks
 from ironic_multi.conf import CONF
 from tests.unit.virt import fakes
 
@@ -41,6 +42,8 @@ def no_nova_database(monkeypatch):
     """Nova's database is not there: this host has no instances in it."""
     monkeypatch.setattr(capacity, 'flavors_on_host', lambda host: [])
     monkeypatch.setattr(consumers, 'host_instances', lambda host: [])
+    monkeypatch.setattr(left_tasks, 'unfinished_events',
+                        lambda context, host: frozenset())
 
 
 @pytest.fixture

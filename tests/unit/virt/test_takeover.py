@@ -42,6 +42,7 @@ from ironic_multi._virt import driver
 from ironic_multi._virt import host as host_mod
 from ironic_multi._virt import takeover
 from ironic_multi import exception
+from tests.unit.reservation import fakes as backend_fakes
 from tests.unit.virt import fakes
 
 LOST = 'compute-lost'
@@ -73,7 +74,7 @@ class Membership(object):
     def lock(self, name):
         return self.locks.setdefault(name, _Lock())
 
-    def call(self, action, function, *args):
+    def call(self, action, function, *args, late=None):
         return function(*args)
 
 
@@ -1126,3 +1127,32 @@ def test_request_is_refused_once_the_wait_is_over(cloud, monkeypatch):
         cloud.takeover(owner).serve(request(LOST, host=owner))
     assert 0.1 <= time.monotonic() - started < 5
     assert cloud.placement.puts == []
+
+
+def test_a_lock_taken_after_the_bound_is_given_back(tmp_path):
+    """Adopting that host was refused for good: its lock had a holder.
+
+    The acquire the adopter gave up on took the lock later, and its
+    member's heartbeat kept it ("another service is adopting them now").
+    """
+    member = membership_mod.Membership('file://%s' % tmp_path, 'g', 1,
+                                       host=LIVE[0])
+    member.start()
+    locks = backend_fakes.Locks()
+    adopter = takeover.Takeover(types.SimpleNamespace(membership=member),
+                                LIVE[0])
+    name = takeover.LOCK_NAME % LOST
+    try:
+        with mock.patch.object(member, 'lock', side_effect=locks.lock):
+            locks.stall()
+            with pytest.raises(exception.TakeoverRefused,
+                               match='no answer within 1 s'):
+                adopter._lock(LOST)
+            late = locks.holders[name]
+            locks.answer()
+            assert late.answered.wait(5)
+            assert locks.free(name)
+            lock = adopter._lock(LOST)
+        assert locks.holders == {name: lock}
+    finally:
+        member.stop()
