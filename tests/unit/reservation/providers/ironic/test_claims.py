@@ -182,6 +182,25 @@ class TestAllocationClaim:
         assert 'no node' in info.value.reason
         backend.api.delete_allocation.assert_called_once_with('inst')
 
+    def test_a_few_candidates_at_a_time(self, backend):
+        # A whole pool as candidates makes Ironic read every one of them.
+        many = [{'uuid': 'm%02d' % i, 'resource_class': 'baremetal'}
+                for i in range(20)]
+        backend.api.create_allocation.side_effect = [
+            {'uuid': 'inst', 'state': 'error', 'last_error': 'all taken'},
+            {'uuid': 'inst', 'state': 'active', 'node_uuid': 'm09'}]
+        backend.api.get_node.side_effect = lambda uuid, fields=None: {
+            'uuid': uuid, 'resource_class': 'baremetal',
+            'provision_state': 'available', 'instance_uuid': 'inst'}
+        found = backend.claim(many, 'inst', reqs.Requirements(),
+                              time.monotonic() + 10)
+        assert found.node_uuid == 'm09'
+        offered = [c.args[1] for c in
+                   backend.api.create_allocation.call_args_list]
+        assert offered == [['m%02d' % i for i in range(8)],
+                           ['m%02d' % i for i in range(8, 16)]]
+        backend.api.delete_allocation.assert_called_once_with('inst')
+
     def test_candidates_gone_from_ironic_are_dropped(self, backend):
         refused = exception.IronicAPIError(
             status_code=400, reason='Nodes cannot be found: n0')
