@@ -32,6 +32,7 @@ from ironic_multi._manage import base
 from ironic_multi._reservation import board
 from ironic_multi._reservation import membership as membership_mod
 from ironic_multi._reservation import providers
+from ironic_multi._reservation.providers.ironic import client
 from ironic_multi._reservation import ring as ring_mod
 from ironic_multi import conf as im_conf
 from ironic_multi import exception
@@ -205,11 +206,10 @@ class Sources(object):
             self._started.append(provider.stop)
             return provider
         _check_ironic_options(conf)
-        retries = math.ceil(self.wait / max(conf.ironic.api_retry_interval,
-                                            1))
-        conf.set_override('api_max_retries',
-                          min(conf.ironic.api_max_retries, retries),
-                          group='ironic')
+        for answered, (option, _delay) in client.RETRY_OPTIONS.items():
+            retries, delay = client.retry_policy(conf, answered)
+            conf.set_override(option, min(retries, math.ceil(
+                self.wait / max(delay, 1))), group='ironic')
         provider = providers.load_provider(conf)
         what = describe_ironic(conf)
         try:
