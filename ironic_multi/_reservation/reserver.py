@@ -377,10 +377,10 @@ class Reserver(object):
                 raise exception.ConfigInvalid(
                     option='[ironic_multi] coordination_group', reason=(
                         'host %s of coordination group %s serves %s, this '
-                        'host (%s) %s: the services of a coordination group '
-                        'must serve the same nodes; give each conductor '
-                        'group or shard key its own [ironic_multi] '
-                        'coordination_group' % (
+                        'host (%s) serves %s: the services of a coordination '
+                        'group must serve the same nodes; give each '
+                        'conductor group or shard key its own '
+                        '[ironic_multi] coordination_group' % (
                             host, self.group, _describe(payload['serves']),
                             self.host, _describe(self.serves))))
             if self._peers is not None and host not in self._peers:

@@ -525,7 +525,7 @@ def test_members_serving_other_nodes_are_refused_at_start(tmp_path, ironic):
         assert message.startswith(
             'Invalid configuration: host a of coordination group '
             'ironic-multi serves every conductor group and every shard key, '
-            'this host (b) ')
+            'this host (b) serves ')
         assert '[ironic_multi] coordination_group' in message
         # It left the group: the first one owns every key again.
         first.refresh()
