@@ -70,10 +70,11 @@ def shard_scope(conf):
 def peers(conf):
     """The hosts ``[ironic] peer_list`` names, where in-tree reads it.
 
-    Nova's in-tree driver reads the list only with ``conductor_group`` set
-    and ``shard`` unset; None otherwise, and when it is empty.
+    Nova's in-tree driver reads the list only with ``[ironic]
+    conductor_group`` set and ``shard`` unset; None otherwise, and when it
+    is empty.
     """
-    if (conf.ironic_multi.conductor_group is None or shard_scope(conf)
+    if (conf.ironic.conductor_group is None or shard_scope(conf)
             or not conf.ironic.peer_list):
         return None
     return frozenset(conf.ironic.peer_list)

@@ -243,6 +243,7 @@ class TestPeerList:
     @pytest.mark.parametrize('text', [
         # In-tree reads it only with a conductor group and no shard.
         '[ironic]\npeer_list = compute1\n',
+        '[ironic]\npeer_list = c1\n[ironic_multi]\nconductor_group = r\n',
         '[ironic]\nconductor_group = r\nshard = s\npeer_list = compute1\n',
     ])
     def test_not_read_where_in_tree_does_not_read_it(self, load, text):
