@@ -76,7 +76,9 @@ class PoolShow(base.Lister):
         rows = []
         for key in sorted(counts, key=_sort_key):
             shard, resource_class = key
-            owner = shard_ring.owner(shard) if shard_ring.hosts else None
+            owner = (shard_ring.owner(shard)
+                     if shard_ring.hosts and shard_ring.in_scope(shard)
+                     else None)
             rows.append((shard, resource_class)
                         + tuple(counts[key][what] for what in _COUNTS)
                         + (base.Maybe(owner), base.Maybe(base.pool_age(

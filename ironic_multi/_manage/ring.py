@@ -30,7 +30,8 @@ class RingShow(base.Lister):
     """
 
     def take_action(self, parsed_args):
-        keys = self.sources.provider().shard_keys()
+        every = self.sources.provider().shard_keys()
+        keys = {key: every[key] for key in self.sources.in_scope(every)}
         shard_ring = self.sources.ring(keys)
         now = time.time()
         rows = []

@@ -19,6 +19,7 @@ import logging
 from ironic_multi._manage import base
 from ironic_multi._manage import sources
 from ironic_multi._reservation.providers import base as providers_base
+from ironic_multi import conf as im_conf
 
 LOG = logging.getLogger(sources.NAME)
 
@@ -55,6 +56,14 @@ class ShardsAssign(base.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        scope = im_conf.shard_scope(self.sources.conf)
+        if scope:
+            raise base.ManageError(
+                'The services serve only the nodes of [ironic] shard %s: '
+                'keys given to nodes without one would not bring them in. '
+                'Set the shard of those nodes in Ironic instead, or remove '
+                '[ironic] shard from the services\' configuration'
+                % ', '.join(sorted(scope)))
         provider = self.sources.provider()
         provider.require(providers_base.Feature.SHARD_ASSIGNMENT)
         configured = self.sources.opts.fallback_shard_count

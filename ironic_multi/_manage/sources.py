@@ -32,6 +32,7 @@ from ironic_multi._manage import base
 from ironic_multi._reservation import board
 from ironic_multi._reservation import membership as membership_mod
 from ironic_multi._reservation import providers
+from ironic_multi._reservation.providers.ironic import client
 from ironic_multi._reservation import ring as ring_mod
 from ironic_multi import conf as im_conf
 from ironic_multi import exception
@@ -93,6 +94,11 @@ def load_conf(config_files=(), config_dirs=()):
             '--config-file /etc/nova/nova.conf (or --config-dir DIR)' % (
                 PROJECT, NAME, PROJECT, ', '.join(searched())))
     LOG.info('Read the configuration from %s', ', '.join(read_from(conf)))
+    try:
+        # As nova-compute reads it: Nova's in-tree [ironic] options too.
+        im_conf.check(conf)
+    except exception.ConfigInvalid as e:
+        raise base.ManageError(str(e))
     return conf
 
 
@@ -187,7 +193,8 @@ class Sources(object):
         if self._provider is None:
             self._provider = self._start_provider()
         if full and not self._refreshed:
-            self._provider.refresh(set(self._provider.shard_keys()))
+            self._provider.refresh(self.in_scope(
+                self._provider.shard_keys()))
             self._refreshed = True
         return self._provider
 
@@ -205,11 +212,10 @@ class Sources(object):
             self._started.append(provider.stop)
             return provider
         _check_ironic_options(conf)
-        retries = math.ceil(self.wait / max(conf.ironic.api_retry_interval,
-                                            1))
-        conf.set_override('api_max_retries',
-                          min(conf.ironic.api_max_retries, retries),
-                          group='ironic')
+        for answered, (option, _delay) in client.RETRY_OPTIONS.items():
+            retries, delay = client.retry_policy(conf, answered)
+            conf.set_override(option, min(retries, math.ceil(
+                self.wait / max(delay, 1))), group='ironic')
         provider = providers.load_provider(conf)
         what = describe_ironic(conf)
         try:
@@ -263,10 +269,16 @@ class Sources(object):
                 found[service.host] = service.payload
         return found
 
+    def in_scope(self, shard_keys):
+        """The keys of ``shard_keys`` the services serve ([ironic] shard)."""
+        scope = im_conf.shard_scope(self.conf)
+        return {key for key in shard_keys if scope is None or key in scope}
+
     def ring(self, shard_keys):
         """The shard ring as the services compute it now."""
         shard_ring = ring_mod.ShardRing(self.membership(),
-                                        self.opts.ring_partitions)
+                                        self.opts.ring_partitions,
+                                        scope=im_conf.shard_scope(self.conf))
         shard_ring.refresh(shard_keys)
         return shard_ring
 

@@ -18,7 +18,8 @@ Each step only if the previous found nothing free:
 
 1. the ready pool of the owned shards (no listing of the source);
 2. the shards of the other hosts, ring successors first (a query each);
-3. every node, read fresh (the pool may be stale; new shard keys).
+3. every node of the ring's scope, read fresh (the pool may be stale;
+   new shard keys).
 
 Candidates are offered in shuffled batches, so that racing services pick
 different nodes; the provider's atomic claim decides.  The whole claim,
@@ -151,7 +152,8 @@ class ClaimStrategy(object):
                 yield ('shards of %s' % host,
                        fresh(self._provider.search(requirements, shards)))
         self._check(deadline, instance_uuid)
-        yield 'all nodes', fresh(self._provider.search(requirements, None))
+        yield 'all nodes', fresh(self._provider.search(requirements,
+                                                       self._ring.scope))
 
     def _check(self, deadline, instance_uuid):
         if time.monotonic() >= deadline:

@@ -72,7 +72,7 @@ class Reserver(object):
     """
 
     def __init__(self, conf, host=None, provider=None, membership=None):
-        im_conf.check(conf)
+        im_conf.check(conf, host=host)
         self.conf = conf
         self._opts = opts = conf.ironic_multi
         self.provider = provider or providers.load_provider(conf)
@@ -85,7 +85,8 @@ class Reserver(object):
         self.capacity = capacity_mod.CapacityBoard(
             self.membership, retain_seconds=(
                 opts.membership_timeout + 2 * opts.pool_refresh_interval))
-        self.ring = ring_mod.ShardRing(self.membership, opts.ring_partitions)
+        self.ring = ring_mod.ShardRing(self.membership, opts.ring_partitions,
+                                       scope=im_conf.shard_scope(conf))
         self.group = self.provider.group
         self._claims = claims.ClaimStrategy(
             self.provider, self.ring, opts.claim_candidates,
@@ -121,6 +122,10 @@ class Reserver(object):
         self._refreshed_at = None
         # What tells this service's consumer from another's (set_consumers).
         self._identity = None
+        # Which nodes this service serves: every member must serve the same.
+        self.serves = im_conf.serves(conf)
+        self._peers = im_conf.peers(conf)
+        self.publish_extra(serves=self.serves)
 
     # -- life -------------------------------------------------------------
 
@@ -134,7 +139,13 @@ class Reserver(object):
         """
         self.provider.start()
         self._join()
+        try:
+            self.check_same_nodes()
+        except exception.ConfigInvalid:
+            self.stop()
+            raise
         self.refresh()
+        self._check_scope_found()
         self.check_one_consumer()
         if background:
             # Each pass in a thread of its own: a housekeeping pass waiting
@@ -342,6 +353,56 @@ class Reserver(object):
                       'failed claim: %s',
                       self._many_consumers(self._identity, others))
         return others
+
+    def check_same_nodes(self):
+        """Refuse to serve other nodes than the live members of the group.
+
+        Members that serve other conductor groups or shard keys would each
+        report the group's capacity as theirs while claiming from their
+        own nodes only.  Skipped when the coordination backend does not
+        answer; a member starting at the same time may be missed.
+
+        :raises ConfigInvalid: naming the member and how it differs.
+        """
+        try:
+            published = self.membership.published()
+        except exception.CoordinationUnavailable as e:
+            LOG.warning('Cannot check that the members of coordination group '
+                        '%(group)s serve the same nodes: %(error)s',
+                        {'group': self.group, 'error': e})
+            return
+        for member, payload in sorted(published.items()):
+            host = payload.get('host') or membership_mod.host_of(member)
+            if (membership_mod.is_operator(member) or host == self.host
+                    or 'serves' not in payload):
+                # An operator, this service's predecessor, or a member
+                # that has not published yet.
+                continue
+            if payload['serves'] != self.serves:
+                raise exception.ConfigInvalid(
+                    option='[ironic_multi] coordination_group', reason=(
+                        'host %s of coordination group %s serves %s, this '
+                        'host (%s) serves %s: the services of a coordination '
+                        'group must serve the same nodes; give each '
+                        'conductor group or shard key its own '
+                        '[ironic_multi] coordination_group' % (
+                            host, self.group, _describe(payload['serves']),
+                            self.host, _describe(self.serves))))
+            if self._peers is not None and host not in self._peers:
+                raise exception.ConfigInvalid(
+                    option='[ironic] peer_list', reason=(
+                        '[ironic] peer_list (%s) does not name host %s, a '
+                        'live service of coordination group %s that shares '
+                        'its nodes: add it, or remove peer_list' % (
+                            ', '.join(sorted(self._peers)), host,
+                            self.group)))
+
+    def _check_scope_found(self):
+        scope = self.ring.scope
+        if scope is not None and not scope & set(self.provider.shard_keys()):
+            LOG.warning('No node carries the shard key of [ironic] shard '
+                        '(%s): this service reserves no node until one '
+                        'does', ', '.join(sorted(scope)))
 
     def foreign_consumers(self, identity):
         """``{host: identity}`` of live members serving another consumer."""
@@ -617,3 +678,12 @@ class Reserver(object):
                  'back to %(previous)s',
                  {'host': self.host, 'instance': instance_uuid,
                   'node': reservation.node_uuid, 'previous': host})
+
+
+def _describe(serves):
+    """``conductor group 'g1' and shard key s1``, for messages."""
+    group, shard = serves.get('conductor_group'), serves.get('shard')
+    return '%s and %s' % (
+        'every conductor group' if group is None
+        else 'conductor group %r' % group,
+        'every shard key' if shard is None else 'shard key %s' % shard)

@@ -45,11 +45,14 @@ class ShardRing:
         with ``member_id`` and ``members()``).
     :param partitions: points of each host on the ring
         (``[ironic_multi]ring_partitions``).
+    :param scope: the only shard keys the ring may hold (``[ironic]
+        shard``); None: every key there is.
     """
 
-    def __init__(self, membership, partitions):
+    def __init__(self, membership, partitions, scope=None):
         self._membership = membership
         self._partitions = partitions
+        self.scope = scope
         self.host = membership_mod.host_of(membership.member_id)
         self.hosts = frozenset()
         self._ring = None
@@ -61,13 +64,13 @@ class ShardRing:
     def refresh(self, shard_keys=None):
         """Rebuild the ring from the live members; return the owned keys.
 
-        :param shard_keys: every shard key there is; remembered, and used
-            whenever a call gives no keys.
+        :param shard_keys: every shard key there is; those in the scope
+            are remembered, and used whenever a call gives no keys.
         :raises CoordinationUnavailable: the ring stays as it was, but the
             keys are remembered.
         """
         if shard_keys is not None:
-            self._keys = frozenset(shard_keys)
+            self._keys = frozenset(filter(self.in_scope, shard_keys))
         hosts = frozenset(membership_mod.host_of(m)
                           for m in self._membership.members()
                           if not membership_mod.is_operator(m))
@@ -95,6 +98,10 @@ class ShardRing:
                        'total': len(self._keys), 'hosts': len(hosts)})
         self._owned = owned
         return owned
+
+    def in_scope(self, shard_key):
+        """Whether the ring may hold ``shard_key``."""
+        return self.scope is None or shard_key in self.scope
 
     def _current(self):
         # No member list yet (the coordination backend has not answered):

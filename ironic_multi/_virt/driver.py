@@ -29,7 +29,8 @@ Nova:
 - ``takeover``: adopting the instances of a lost compute service;
 - ``left_tasks``: tasks Nova left on an instance after their request
   failed;
-- ``unsupported``: what bare metal cannot do.
+- ``unsupported``: what bare metal cannot do;
+- ``startup``: refusing to start on a bad configuration.
 """
 
 from nova import block_device
@@ -52,6 +53,7 @@ from ironic_multi._virt import host as host_mod
 from ironic_multi._virt import instances
 from ironic_multi._virt import left_tasks
 from ironic_multi._virt import metadata
+from ironic_multi._virt import startup
 from ironic_multi._virt import takeover
 from ironic_multi._virt import unsupported
 from ironic_multi import conf
@@ -82,6 +84,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         super().__init__(virtapi)
         # Nova's test services share one CONF: remember our host now.
         self._host = CONF.host
+        # nova-compute makes the driver as soon as nova-conductor answers,
+        # before it registers or serves: the place to refuse a bad
+        # configuration.
+        self._refuse_bad(conf.check, CONF, host=self._host)
         self._reserver = reserver
         self._instances = None
         self._inventory = None
@@ -93,6 +99,18 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
     # -- life cycle ---------------------------------------------------------
 
     def init_host(self, host):
+        # What only shows once the reservation layer starts (the node
+        # provider, the coordination backend, the other members).
+        self._refuse_bad(self._init_host, host)
+
+    @staticmethod
+    def _refuse_bad(function, *args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except startup.CONFIG_ERRORS as e:
+            startup.refuse(e)
+
+    def _init_host(self, host):
         self._host = host
         if self._reserver is None:
             # The member id of the coordination group is per host: Nova's

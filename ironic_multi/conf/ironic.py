@@ -15,7 +15,9 @@
 """The ``[ironic]`` group: how to reach the Bare Metal API.
 
 Authentication, session and endpoint options come from keystoneauth1, as in
-Nova's ``[ironic]`` group, so an existing nova.conf keeps working.
+Nova's ``[ironic]`` group, so an existing nova.conf keeps working; so do
+the options of Nova's in-tree driver (:mod:`.compat` says what each means
+here).
 """
 
 from keystoneauth1 import loading as ks_loading
@@ -44,16 +46,74 @@ OPTS = [
         'api_max_retries',
         default=60,
         min=0,
-        help='How many times a request is retried when Ironic is '
-             'unavailable (connection error, timeout, HTTP 503). Conflicts '
-             '(HTTP 409) are never retried blindly: a claim that conflicts '
-             'moves on to the next candidate node.'),
+        help='As in Nova\'s in-tree Ironic driver: how many times destroy '
+             'reads the state of a node it tears down before it gives up, '
+             '``api_retry_interval`` apart. When set, '
+             '``[ironic_multi] unprovision_timeout`` defaults to '
+             '(api_max_retries + 1) * api_retry_interval seconds; setting '
+             'both to other bounds is refused at start. Retries of an '
+             'unavailable Ironic are ``connect_retries`` and '
+             '``status_code_retries``.'),
     cfg.IntOpt(
         'api_retry_interval',
         default=2,
         min=0,
-        help='Seconds to wait between two attempts when Ironic is '
-             'unavailable.'),
+        help='As in Nova\'s in-tree Ironic driver: seconds between two '
+             'reads of a node\'s state while waiting for a deploy, tear '
+             'down or power change. When set, it is the default of '
+             '``[ironic_multi] state_poll_interval`` (which must be at '
+             'least 0.01 s); setting both to different values is refused '
+             'at start.'),
+]
+
+# The options of Nova's in-tree driver that only it declares.  Inside
+# nova-compute, Nova's definitions come first and are kept; the operator
+# CLI reads the same nova.conf with these.
+IN_TREE_OPTS = [
+    cfg.StrOpt(
+        'conductor_group',
+        deprecated_name='partition_key',
+        default=None,
+        max_length=255,
+        regex=r'^[a-zA-Z0-9_.-]*$',
+        help='As in Nova\'s in-tree Ironic driver: only nodes of this Ironic '
+             'conductor group (case-insensitive; ``""`` is the default '
+             'group) are reserved. The same as ``[ironic_multi] '
+             'conductor_group``; setting both to different groups is '
+             'refused at start.'),
+    cfg.StrOpt(
+        'shard',
+        default=None,
+        max_length=255,
+        regex=r'^[a-zA-Z0-9_.-]+$',
+        help='As in Nova\'s in-tree Ironic driver: only nodes with this '
+             'shard key are reserved. The shard ring of the coordination '
+             'group holds this key alone; every service of the group must '
+             'set the same key (a service that finds a member serving '
+             'other nodes refuses to start), and ``ironic-multi-manage '
+             'shards assign`` is refused.'),
+    cfg.ListOpt(
+        'peer_list',
+        default=[],
+        help='As in Nova\'s in-tree Ironic driver, read only with '
+             '``conductor_group`` set and ``shard`` unset: the hosts of '
+             'the compute services that share the conductor group\'s '
+             'nodes. Here the live services of ``[ironic_multi] '
+             'coordination_group`` share them; a service refuses to start '
+             'when the list does not name its host or a live service of '
+             'its coordination group.'),
+    cfg.IntOpt(
+        'serial_console_state_timeout',
+        default=10,
+        min=0,
+        help='Nova\'s in-tree Ironic driver only: ironic-multi offers no '
+             'serial console of a node. Setting it is refused at start.'),
+    cfg.IntOpt(
+        'vnc_console_state_timeout',
+        default=60,
+        min=0,
+        help='Nova\'s in-tree Ironic driver only: ironic-multi offers no '
+             'VNC console of a node. Setting it is refused at start.'),
 ]
 
 
@@ -63,7 +123,7 @@ def _adapter_opts():
 
 def register_opts(conf):
     conf.register_group(group())
-    _utils.register_tolerant(conf, OPTS, GROUP.name)
+    _utils.register_tolerant(conf, OPTS + IN_TREE_OPTS, GROUP.name)
     _utils.register_tolerant(
         conf, ks_loading.get_session_conf_options(), GROUP.name)
     _utils.register_tolerant(
@@ -75,7 +135,7 @@ def register_opts(conf):
 
 
 def list_opts():
-    return [(GROUP, (OPTS
+    return [(GROUP, (OPTS + IN_TREE_OPTS
                      + ks_loading.get_session_conf_options()
                      + ks_loading.get_auth_common_conf_options()
                      + ks_loading.get_auth_plugin_conf_options('v3password')

@@ -15,10 +15,8 @@
 """Entry point of oslo-config-generator (``oslo.config.opts``)."""
 
 from ironic_multi import conf
-from ironic_multi.conf import groups
-from ironic_multi.conf import ironic
 
 
 def list_opts():
     """Return ``[(group, [opts])]`` for every option of ironic-multi."""
-    return [(groups.IRONIC_MULTI, conf.IRONIC_MULTI_OPTS)] + ironic.list_opts()
+    return conf.all_opts()

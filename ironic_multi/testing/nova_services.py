@@ -217,11 +217,14 @@ class _PerComputeConf(object):
     started compute's).  This object replaces the driver module's
     ``CONF``: while a driver method runs in :meth:`compute`, ``host`` and
     ``ironic.shard`` are that compute's; everything else, and every other
-    thread, reads the real ``CONF``.
+    thread, reads the real ``CONF``, but for the ``[ironic]`` options in
+    ``ironic``, which only the in-tree computes' nova.conf sets (in this
+    project's driver they have a meaning too).
     """
 
-    def __init__(self, conf):
+    def __init__(self, conf, ironic=None):
         self._conf = conf
+        self._ironic = dict(ironic or {})
         self._local = threading.local()
 
     @contextlib.contextmanager
@@ -240,7 +243,10 @@ class _PerComputeConf(object):
             if name == 'host':
                 return host
             if name == 'ironic':
-                return _GroupView(self._conf.ironic, {'shard': shard})
+                return _GroupView(self._conf.ironic,
+                                  dict(self._ironic, shard=shard))
+        if name == 'ironic' and self._ironic:
+            return _GroupView(self._conf.ironic, self._ironic)
         return getattr(self._conf, name)
 
 
@@ -250,6 +256,7 @@ class InTreeComputes(fixtures.Fixture):
     :param shards: ``{host: shard key}``, read at every node cache
         refresh (so a compute may be pointed at another shard later, as
         an operator would with a config change and a restart).
+    :param ironic: ``[ironic]`` options of every in-tree compute.
 
     Each IronicDriver remembers the host it was made for (Nova makes a
     compute's driver while ``CONF.host`` is that compute's); its cache
@@ -259,14 +266,15 @@ class InTreeComputes(fixtures.Fixture):
     # The in-tree driver's methods that read CONF.host or the shard.
     VIEWED = ('_refresh_cache', '_refresh_hash_ring')
 
-    def __init__(self, shards):
+    def __init__(self, shards, ironic=None):
         super().__init__()
         self.shards = shards
+        self.ironic = ironic
 
     def _setUp(self):
         from nova.virt.ironic import driver as ironic_driver
 
-        view = _PerComputeConf(ironic_driver.CONF)
+        view = _PerComputeConf(ironic_driver.CONF, ironic=self.ironic)
         self.useFixture(fixtures.MonkeyPatch(
             'nova.virt.ironic.driver.CONF', view))
         cls = ironic_driver.IronicDriver
@@ -504,9 +512,10 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
         if self.in_tree:
             self.compute_shards.update(
                 ('compute%d' % i, shard) for i, shard in enumerate(shards, 1))
-        self.useFixture(InTreeComputes(self.compute_shards))
-        self.flags(api_retry_interval=self.API_RETRY_INTERVAL,
-                   group='ironic')
+        # Only the in-tree computes' nova.conf sets it: for this project's
+        # driver it would say how often to read a node's state.
+        self.useFixture(InTreeComputes(self.compute_shards, ironic={
+            'api_retry_interval': self.API_RETRY_INTERVAL}))
 
     def enroll(self):
         """Enroll the nodes; subclasses override for other layouts."""

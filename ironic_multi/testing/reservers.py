@@ -47,6 +47,21 @@ def make_conf(endpoint=None, ironic=None, **overrides):
     return conf
 
 
+def retry_options(retries=None, delay=None):
+    """``[ironic]`` options: how an unavailable Ironic is retried.
+
+    :param retries: retries of a connection failure and of a 503 alike.
+    :param delay: seconds between them.
+    """
+    options = {}
+    if retries is not None:
+        options.update(connect_retries=retries, status_code_retries=retries)
+    if delay is not None:
+        options.update(connect_retry_delay=delay,
+                       status_code_retry_delay=delay)
+    return options
+
+
 def build_reserver(endpoint, host, conf=None, **overrides):
     """An unstarted Reserver of ``host`` on the Ironic at ``endpoint``.
 

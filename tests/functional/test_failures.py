@@ -56,8 +56,8 @@ def proxy(ironic_server):
 
 def provider_via(endpoint, **options):
     options.setdefault('state_poll_interval', 0.1)
-    conf = reservers.make_conf(endpoint, **options)
-    conf.set_override('api_retry_interval', 1, group='ironic')
+    conf = reservers.make_conf(
+        endpoint, ironic=reservers.retry_options(delay=1), **options)
     started = ironic_provider.IronicProvider(conf)
     started.start()
     return started
@@ -147,10 +147,8 @@ def test_a_stalled_ironic_bounds_deploy_waits_and_destroy(ironic, proxy):
 def test_the_refresh_recovers_when_ironic_answers_again(ironic, proxy):
     """Defect 2: the refresh thread held its lock for good on a stall."""
     ironic.enroll_nodes(2, shard=SHARD)
-    conf = reservers.make_conf(proxy.endpoint)
-    conf.set_override('timeout', 2, group='ironic')
-    conf.set_override('api_max_retries', 2, group='ironic')
-    conf.set_override('api_retry_interval', 1, group='ironic')
+    conf = reservers.make_conf(proxy.endpoint, ironic=dict(
+        reservers.retry_options(2, 1), timeout=2))
     provider = ironic_provider.IronicProvider(conf)
     provider.start()
     stall = stall_everything(proxy)

@@ -190,7 +190,7 @@ def test_faults_match_the_body(proxy, ironic, session):
 def test_ironic_api_retries_503_transparently(proxy, ironic):
     node = ironic.enroll_nodes(1)[0]
     api = client.IronicAPI(reservers.make_conf(
-        proxy.endpoint, ironic={'api_retry_interval': 0}))
+        proxy.endpoint, ironic=reservers.retry_options(delay=0)))
     api.version  # negotiated before the fault: only node lists get it
     proxy.add_fault('status_503', method='GET', path=r'^/v1/nodes\b',
                     count=2)

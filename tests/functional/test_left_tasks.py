@@ -37,6 +37,7 @@ from nova import objects
 
 from ironic_multi._reservation import membership
 from ironic_multi.testing import fault_proxy
+from ironic_multi.testing import reservers
 from tests.functional import nova_base
 
 HOST = 'compute1'
@@ -72,8 +73,8 @@ class RestartedDeletionTest(nova_base.IronicMultiTestBase):
         refused = proxy.add_fault('status_503', path=r'/states/provision')
         # The restarted compute's driver goes through the proxy: the tear
         # down is refused, the driver's start still reads Ironic.
-        self.flags(endpoint_override=proxy.endpoint, api_max_retries=1,
-                   group='ironic')
+        self.flags(endpoint_override=proxy.endpoint, group='ironic',
+                   **reservers.retry_options(1))
         compute = self.start_compute(HOST)
         proxy.remove_fault(refused)
         # Nova's init_host restarted the deletion, which failed.

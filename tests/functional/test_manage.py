@@ -582,7 +582,7 @@ def test_unreachable_backends_are_one_clear_line(tmp_path, capsys):
         tmp_path / 'no-ironic.conf', node_provider='ironic',
         ironic={'auth_type': 'none',
                 'endpoint_override': 'http://127.0.0.1:1',
-                'api_max_retries': 0})
+                **reservers.retry_options(0)})
     err = fails(capsys, '--config-file', no_ironic, 'reservations list')
     assert err.startswith('Ironic is unavailable')
     assert len(err.strip().splitlines()) == 1

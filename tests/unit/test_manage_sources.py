@@ -64,6 +64,34 @@ def test_missing_ironic_credentials_name_the_files_read(capsys, tmp_path):
         'Keystone' % conf)
 
 
+def test_a_bad_option_is_refused_in_one_line_as_by_nova_compute(
+        capsys, tmp_path):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[ironic_multi]\nhousekeeping_interval = 5\n')
+
+    code, _out, err = _run(capsys, '--config-file', str(conf),
+                           'reservations list')
+
+    assert code == 1
+    assert err == ('Invalid configuration: [ironic_multi] '
+                   'housekeeping_interval must be at least 10 (in %s)\n'
+                   % conf)
+
+
+def test_shards_assign_is_refused_with_an_in_tree_shard(capsys, tmp_path):
+    # Keys for the nodes without one would not bring them in.
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[ironic]\nshard = s1\n')
+
+    code, _out, err = _run(capsys, '--config-file', str(conf),
+                           'shards assign', '--dry-run')
+
+    assert code == 1
+    assert err.startswith('The services serve only the nodes of [ironic] '
+                          'shard s1: ')
+    assert len(err.splitlines()) == 1
+
+
 def test_verbose_says_what_it_read(capsys, tmp_path):
     conf = tmp_path / 'nova.conf'
     conf.write_text('[ironic_multi]\ncoordination_group = g\n')

@@ -461,3 +461,111 @@ def test_a_stopping_service_leaves_the_group_before_its_work_ends(
         end_pass.set()
         stopper.join(30)
         other.stop()
+
+
+# -- what a service serves: [ironic] shard and conductor_group ----------------
+
+def _static_conf(tmp_path, ironic=None, nodes=None):
+    inventory = tmp_path / 'nodes.yaml'
+    if not inventory.exists():
+        inventory.write_text(yaml.safe_dump(nodes or [
+            {'uuid': uuidutils.generate_uuid(), 'resource_class': 'gold',
+             'shard': shard, 'name': 'n-%s-%d' % (shard, i),
+             'conductor_group': 'rack-1' if i else 'rack-2'}
+            for shard in ('s0', 's1') for i in range(2)]))
+    return test_reservers.make_conf(
+        ironic=ironic, node_provider='static',
+        static_inventory=str(inventory),
+        coordination_url='file://%s' % (tmp_path / 'c'))
+
+
+def _started(conf, host):
+    reserver = reserver_mod.Reserver(conf, host=host)
+    reserver.start(background=False)
+    return reserver
+
+
+@pytest.mark.parametrize('ironic, expected', [
+    ({'shard': 's1'}, {('s1', 'rack-1'), ('s1', 'rack-2')}),
+    ({'conductor_group': 'RACK-1'}, {('s0', 'rack-1'), ('s1', 'rack-1')}),
+    ({'shard': 's0', 'conductor_group': 'rack-2'}, {('s0', 'rack-2')}),
+])
+def test_the_in_tree_options_limit_what_is_claimed(tmp_path, ironic,
+                                                   expected):
+    reserver = _started(_static_conf(tmp_path, ironic=ironic), 'a')
+    try:
+        nodes = {node['uuid']: (node['shard'], node['conductor_group'])
+                 for node in reserver.provider.nodes(None)}
+        claimed = set()
+        with pytest.raises(exception.NoNodeAvailable):
+            while True:
+                reservation = reserver.claim(uuidutils.generate_uuid(),
+                                             _gold())
+                claimed.add(nodes[reservation.node_uuid])
+        assert claimed == expected
+        if 'conductor_group' not in ironic:
+            # The static provider counts every conductor group's nodes.
+            total = reserver.cluster_capacity()['gold']['total']
+            assert total == len(expected)
+    finally:
+        reserver.stop()
+
+
+@pytest.mark.parametrize('ironic', [{'shard': 's1'},
+                                    {'conductor_group': 'rack-2'}])
+def test_members_serving_other_nodes_are_refused_at_start(tmp_path, ironic):
+    first = _started(_static_conf(tmp_path), 'a')
+    try:
+        first.refresh()
+        other = reserver_mod.Reserver(_static_conf(tmp_path, ironic=ironic),
+                                      host='b')
+        with pytest.raises(exception.ConfigInvalid) as info:
+            other.start(background=False)
+        message = str(info.value)
+        assert message.startswith(
+            'Invalid configuration: host a of coordination group '
+            'ironic-multi serves every conductor group and every shard key, '
+            'this host (b) serves ')
+        assert '[ironic_multi] coordination_group' in message
+        # It left the group: the first one owns every key again.
+        first.refresh()
+        assert first.ring.hosts == {'a'}
+        # Alike, it starts.
+        _started(_static_conf(tmp_path), 'a2').stop()
+    finally:
+        first.stop()
+
+
+def test_a_restarted_host_is_not_its_own_other_member(tmp_path):
+    # Its predecessor crashed with the configuration it had before.
+    crashed = _started(_static_conf(tmp_path), 'a')
+    crashed.refresh()
+    restarted = _started(_static_conf(tmp_path, ironic={'shard': 's1'}), 'a')
+    restarted.stop()
+    crashed.stop()
+
+
+def test_peer_list_must_name_every_live_member(tmp_path):
+    ironic = {'conductor_group': 'rack-1', 'peer_list': ['a', 'b']}
+    first = _started(_static_conf(tmp_path, ironic=ironic), 'a')
+    try:
+        first.refresh()
+        _started(_static_conf(tmp_path, ironic=ironic), 'b').stop()
+        with pytest.raises(exception.ConfigInvalid) as info:
+            reserver_mod.Reserver(_static_conf(tmp_path, ironic=ironic),
+                                  host='c')
+        assert info.value.option == '[ironic] peer_list'
+        # c lists every host, but a does not list c.
+        listed = dict(ironic, peer_list=['a', 'b', 'c'])
+        third = reserver_mod.Reserver(_static_conf(tmp_path, ironic=listed),
+                                      host='c')
+        third.start(background=False)
+        third.refresh()
+        second = reserver_mod.Reserver(_static_conf(tmp_path, ironic=ironic),
+                                       host='b')
+        with pytest.raises(exception.ConfigInvalid) as info:
+            second.start(background=False)
+        assert 'does not name host c' in str(info.value)
+        third.stop()
+    finally:
+        first.stop()

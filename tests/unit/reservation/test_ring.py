@@ -154,3 +154,18 @@ def test_refresh_logs_ownership_changes_at_info():
         assert 'gained %s, lost -' % ', '.join(gained) in logger.output
     finally:
         logger.cleanUp()
+
+
+def test_a_scope_limits_the_ring_to_its_keys():
+    # [ironic] shard: the ring holds that key alone, whatever the source
+    # lists, and every member computes the same owner for it.
+    scoped = {'shard-0001', 'shard-0002'}
+    rings = [ring.ShardRing(FakeMembership(h, ['c1', 'c2']), partitions=32,
+                            scope=frozenset(scoped)) for h in ('c1', 'c2')]
+    for shard_ring in rings:
+        shard_ring.refresh(KEYS)
+        assert shard_ring.in_scope('shard-0001')
+        assert not shard_ring.in_scope('shard-0003')
+    assert rings[0].owned() | rings[1].owned() == scoped
+    assert not rings[0].owned() & rings[1].owned()
+    assert rings[0].owned_by('c2') == rings[1].owned()

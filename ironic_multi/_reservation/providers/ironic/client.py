@@ -18,8 +18,10 @@ Every call goes through :meth:`IronicAPI._request`, which sends the
 negotiated microversion explicitly, bounds every request with a timeout
 (``[ironic] timeout``, cut to the caller's deadline), retries only what is
 safe to retry (HTTP 503 and connection failures of idempotent requests, at
-a fixed pace, within the deadline), never retries a 409, and maps errors to
-:mod:`ironic_multi.exception`.  Results are plain dicts, as Ironic's JSON.
+a fixed pace, within the deadline: keystoneauth's ``[ironic]
+status_code_retries`` and ``connect_retries``, as Nova's in-tree driver),
+never retries a 409, and maps errors to :mod:`ironic_multi.exception`.
+Results are plain dicts, as Ironic's JSON.
 
 ironicclient logs an ERROR for every 409 and 503 it raises ("Error
 contacting Ironic server: ... Attempt 1 of 1"), claim races included.  The
@@ -54,6 +56,14 @@ PAGE_SIZE = 1000
 # Seconds one request may take when ``[ironic] timeout`` is unset: no
 # request waits without a bound.
 DEFAULT_TIMEOUT = 60.0
+# Retries of a request Ironic did not answer, and seconds between them,
+# when ``[ironic] connect_retries``/``status_code_retries`` (and their
+# ``*_retry_delay``) are unset: about two minutes of an Ironic restarting.
+DEFAULT_RETRIES = 60
+DEFAULT_RETRY_DELAY = 2.0
+#: ``{answered: (retries option, delay option)}`` in ``[ironic]``.
+RETRY_OPTIONS = {True: ('status_code_retries', 'status_code_retry_delay'),
+                 False: ('connect_retries', 'connect_retry_delay')}
 _VERSION_HEADER = 'X-OpenStack-Ironic-API-Version'
 
 # The request never reached Ironic, or Ironic asked us to come back later:
@@ -111,6 +121,22 @@ def _handled_here():
         _requests.inside = outer
 
 
+def retry_policy(conf, answered):
+    """``(retries, delay)`` of a request that Ironic did not serve.
+
+    keystoneauth's ``[ironic]`` options, which Nova's in-tree driver uses
+    the same way (through openstacksdk): ``status_code_retries`` when
+    Ironic answered to come back later (503), ``connect_retries`` when
+    the request got no answer.
+
+    :param answered: whether Ironic (or Keystone) answered.
+    """
+    count_option, delay_option = RETRY_OPTIONS[answered]
+    count, delay = conf.ironic[count_option], conf.ironic[delay_option]
+    return (DEFAULT_RETRIES if count is None else count,
+            DEFAULT_RETRY_DELAY if delay is None else delay)
+
+
 def _session_from_conf(conf):
     group = 'ironic'
     auth = ks_loading.load_auth_from_conf_options(conf, group)
@@ -131,8 +157,12 @@ class IronicAPI(object):
             # the client must neither negotiate nor retry on its own.
             os_ironic_api_version=versions.format(versions.MINIMUM),
             max_retries=0,
+            # The catalog entry, as Nova's in-tree driver finds it: the
+            # first of valid_interfaces that the catalog has.
+            service_type=group.service_type or 'baremetal',
+            service_name=group.service_name,
             region_name=group.region_name,
-            interface=(group.valid_interfaces or ['public'])[0])
+            interface=group.valid_interfaces or ['public'])
         self._http = self._client.http_client
         self._version = None
         self._local = threading.local()
@@ -254,20 +284,20 @@ class IronicAPI(object):
             except ic_exc.HttpError as e:
                 if not isinstance(e, _NOT_APPLIED):
                     raise _api_error(e, method, url)
-                error = e
+                error, answered = e, isinstance(e, ic_exc.ServiceUnavailable)
             except _NO_TOKEN as e:
                 if (e.http_status or 0) < 500:
                     raise exception.IronicUnavailable(
                         reason='cannot authenticate to Keystone for %s %s: '
                                '%s' % (method, url, e))
-                error = 'Keystone: %s' % e
+                error, answered = 'Keystone: %s' % e, True
             except _NOT_APPLIED + _LOST as e:
                 if not (idempotent or isinstance(e, _NOT_APPLIED)):
                     raise exception.RequestOutcomeUnknown(
                         method=method, url=url, reason=e)
-                error = e
-            delay = self._conf.ironic.api_retry_interval
-            if (attempt > self._conf.ironic.api_max_retries
+                error, answered = e, isinstance(e, ic_exc.ServiceUnavailable)
+            retries, delay = retry_policy(self._conf, answered)
+            if (attempt > retries
                     or (deadline is not None
                         and time.monotonic() + delay > deadline)):
                 raise exception.IronicUnavailable(

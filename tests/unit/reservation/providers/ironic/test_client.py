@@ -29,6 +29,7 @@ import requests
 from ironic_multi._reservation.providers.ironic import client
 from ironic_multi.conf import CONF
 from ironic_multi import exception
+from ironic_multi.testing import reservers
 
 
 def _root(version):
@@ -39,7 +40,7 @@ def _root(version):
 def conf():
     fixture = config_fixture.Config(CONF)
     fixture.setUp()
-    fixture.config(api_max_retries=3, api_retry_interval=0, group='ironic')
+    fixture.config(group='ironic', **reservers.retry_options(3, 0))
     yield fixture
     fixture.cleanUp()
 
@@ -218,8 +219,44 @@ class TestRetries:
             api.get_node('n1')
         assert len(calls(api)) == 4
 
+    @pytest.mark.parametrize('error, option, delay_option', [
+        (_http_error(ic_exc.ServiceUnavailable, 503),
+         'status_code_retries', 'status_code_retry_delay'),
+        (ks_exc.ConnectFailure('reset'),
+         'connect_retries', 'connect_retry_delay'),
+    ])
+    def test_keystoneauths_retry_options_as_in_tree(self, conf, error,
+                                                    option, delay_option):
+        # Nova's in-tree driver retries through openstacksdk with these.
+        conf.config(group='ironic', **{option: 1, delay_option: 0.25})
+        api = make_api(*[error] * 3)
+        with mock.patch.object(client.time, 'sleep') as sleep, \
+                pytest.raises(exception.IronicUnavailable):
+            api.get_node('n1')
+        assert len(calls(api)) == 2
+        sleep.assert_called_once_with(0.25)
+
+    def test_unset_retry_options_give_two_minutes(self, conf):
+        for name in reservers.retry_options(0, 0):
+            conf.conf.clear_override(name, group='ironic')
+        api = make_api(*[_http_error(ic_exc.ServiceUnavailable, 503)] * 61)
+        with mock.patch.object(client.time, 'sleep') as sleep, \
+                pytest.raises(exception.IronicUnavailable):
+            api.get_node('n1')
+        assert len(calls(api)) == 61
+        assert sleep.call_count == 60
+        assert {c.args for c in sleep.call_args_list} == {(2.0,)}
+
+    def test_in_tree_api_options_are_no_retries(self, conf):
+        # In-tree they pace and bound Nova's reads of a node's state.
+        conf.config(group='ironic', api_max_retries=0, api_retry_interval=0,
+                    **reservers.retry_options(1, 0))
+        api = make_api(_http_error(ic_exc.ServiceUnavailable, 503),
+                       {'uuid': 'n1'})
+        assert api.get_node('n1') == {'uuid': 'n1'}
+
     def test_deadline_stops_retries(self, conf):
-        conf.config(api_retry_interval=1, group='ironic')
+        conf.config(group='ironic', **reservers.retry_options(delay=1))
         api = make_api(_http_error(ic_exc.ServiceUnavailable, 503))
         with pytest.raises(exception.IronicUnavailable):
             api.patch_node('n1', [], deadline=time.monotonic() + 0.5)
@@ -317,8 +354,7 @@ class TestIronicDown:
             return sock.getsockname()[1]
 
     def test_bounded_calls_give_up_at_the_deadline(self, conf):
-        conf.config(api_max_retries=1000, api_retry_interval=0.1,
-                    group='ironic')
+        conf.config(group='ironic', **reservers.retry_options(1000, 0.1))
         api = client.IronicAPI(
             CONF, session=ks_session.Session(),
             endpoint='http://127.0.0.1:%d' % self._closed_port())
