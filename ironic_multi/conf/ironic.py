@@ -54,6 +54,19 @@ OPTS = [
         min=0,
         help='Seconds to wait between two attempts when Ironic is '
              'unavailable.'),
+    # Nova's own options, read as Nova's in-tree driver reads them.
+    cfg.IntOpt(
+        'serial_console_state_timeout',
+        default=10,
+        min=0,
+        help='Seconds to wait for a node\'s serial console to be enabled '
+             'or disabled. 0: as long as [ironic_multi] power_timeout.'),
+    cfg.IntOpt(
+        'vnc_console_state_timeout',
+        default=60,
+        min=0,
+        help='Seconds to wait for a node\'s graphical (VNC) console to be '
+             'enabled. 0: as long as [ironic_multi] power_timeout.'),
 ]
 
 

@@ -43,11 +43,19 @@ VERIFYING = 'verifying'
 INSPECTING = 'inspecting'
 INSPECTWAIT = 'inspect wait'
 INSPECTFAIL = 'inspect failed'
+RESCUING = 'rescuing'
+RESCUEWAIT = 'rescue wait'
+RESCUE = 'rescue'
+RESCUEFAIL = 'rescue failed'
+UNRESCUING = 'unrescuing'
+UNRESCUEFAIL = 'unrescue failed'
 
 # Provision targets (``PUT /v1/nodes/X/states/provision``).
 TARGET_ACTIVE = 'active'
 TARGET_DELETED = 'deleted'
 TARGET_REBUILD = 'rebuild'
+TARGET_RESCUE = 'rescue'
+TARGET_UNRESCUE = 'unrescue'
 
 # Power states and targets.
 POWER_ON = 'power on'
@@ -58,8 +66,12 @@ SOFT_REBOOT = 'soft rebooting'
 
 # A deploy is running (or a rebuild, which is one).
 DEPLOY_IN_PROGRESS = frozenset((DEPLOYING, DEPLOYWAIT, DEPLOYHOLD, REBUILD))
+# The instance is deployed, and the node is in (or on its way into or out
+# of) a rescue environment: still the instance's, as active is.
+RESCUED = frozenset((RESCUING, RESCUEWAIT, RESCUE, RESCUEFAIL, UNRESCUING,
+                     UNRESCUEFAIL))
 # A node serving an instance, or about to.
-IN_USE = DEPLOY_IN_PROGRESS | {ACTIVE}
+IN_USE = DEPLOY_IN_PROGRESS | RESCUED | {ACTIVE}
 # A deploy ended badly.
 DEPLOY_FAILED = frozenset((DEPLOYFAIL, ERROR))
 # A tear down is running: wait, do not ask again.
@@ -129,7 +141,7 @@ def reservation_state(node):
     service recovers without any memory of its own.
     """
     provision_state = node.get('provision_state')
-    if provision_state == ACTIVE:
+    if provision_state == ACTIVE or provision_state in RESCUED:
         return lifecycle.State.ACTIVE
     if provision_state in DEPLOY_IN_PROGRESS:
         return lifecycle.State.DEPLOYING
