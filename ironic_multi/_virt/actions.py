@@ -120,6 +120,8 @@ def _crash_dump_errors(instance):
     try:
         yield
     except (exception.NotSupported, exception.NodeCannot) as e:
+        # The API answered already (a cast): the log and the fault say it.
+        LOG.warning('No crash dump: %s', e, instance=instance)
         raise nova_exception.TriggerCrashDumpNotSupported(
             message=str(e)) from e
     except exception.ReservationNotFound as e:
