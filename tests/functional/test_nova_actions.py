@@ -49,6 +49,12 @@ class RescueTest(nova_base.IronicMultiTestBase):
                          self.node_of(server['id'])['provision_state'])
         self.delete_and_check(server)
 
+    def test_delete_a_rescued_server(self):
+        server = self._rescue_server(self.boot())
+        node = self.delete_and_check(server)
+        self.assertEqual('available', node['provision_state'])
+        self.assertEqual({}, self.associated_nodes())
+
 
 class NodeWithoutRescueTest(nova_base.IronicMultiTestBase):
 
