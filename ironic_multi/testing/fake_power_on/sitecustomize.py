@@ -28,6 +28,7 @@ The patch is applied when Ironic imports its fake driver module, not
 here: importing Ironic this early would come before its own start-up.
 """
 
+import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -37,6 +38,10 @@ MODULE = 'ironic.drivers.modules.fake'
 
 def _powering_on(original):
     """``original(self, task)``, then the node powered on."""
+    # Its name too: Ironic names a deploy step after its method
+    # ("deploy.deploy"), and keeps the step's priority and arguments in
+    # the method's __dict__.
+    @functools.wraps(original)
     def method(self, task):
         result = original(self, task)
         from ironic.common import states
@@ -44,9 +49,6 @@ def _powering_on(original):
         manager_utils.node_power_action(task, states.POWER_ON)
         return result
 
-    method.__wrapped__ = original
-    # Keep a deploy step's metadata (priority, arguments).
-    method.__dict__.update(original.__dict__)
     return method
 
 
