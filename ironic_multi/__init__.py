@@ -36,6 +36,8 @@ __version__ = pbr.version.VersionInfo('ironic-multi').version_string()
 # reservation layer pulls it in (through tooz and futurist).  Importing
 # ironic_multi.conf or ironic_multi.cmd must not decide that for Nova.
 _PUBLIC = {
+    'Console': 'ironic_multi._reservation.providers.base',
+    'ConsoleKind': 'ironic_multi._reservation.providers.base',
     'Deployment': 'ironic_multi._reservation.providers.base',
     'Feature': 'ironic_multi._reservation.providers.base',
     'NodeHealth': 'ironic_multi._reservation.providers.base',

@@ -253,6 +253,30 @@ class VifActionFailed(NodeActionFailed):
     msg_fmt = '%(action)s of VIF %(vif)s on node %(node)s failed: %(reason)s'
 
 
+class RescueFailed(NodeActionFailed):
+    """A rescue or unrescue failed, or did not end in time."""
+
+
+class ConsoleUnavailable(NodeActionFailed):
+    """The node's console could not be had, or is of another kind."""
+
+
+class CrashDumpFailed(NodeActionFailed):
+    """The NMI that asks the node's OS for a crash dump was not sent."""
+
+
+class NodeCannot(NodeActionFailed):
+    """The node has no interface for the action; nothing was done.
+
+    Its Ironic driver (or hardware) lacks it: a rescue of a node whose
+    rescue interface is ``no-rescue``, a console of one without a console.
+    Asking again cannot help.
+    """
+
+    msg_fmt = ('Node %(node)s cannot %(action)s: %(reason)s. Nothing was '
+               'done')
+
+
 class HookFailed(NodeActionFailed):
     """An operator hook of the static provider failed or timed out."""
 

@@ -626,6 +626,32 @@ class Reserver(object):
         reservation = self.provider.lookup(instance_uuid)
         return None if reservation is None else reservation.power_state
 
+    # Nova's requests about its instance: only on a node this group
+    # holds for it, read from the provider right before (_held).
+
+    def check(self, instance_uuid, feature):
+        """Raise unless the instance's node can do ``feature`` (reads only).
+
+        See :meth:`~.providers.base.NodeProvider.check`.
+        """
+        self.provider.check(self._held(instance_uuid), feature)
+
+    def rescue(self, instance_uuid, password):
+        self.provider.rescue(self._held(instance_uuid), password)
+
+    def unrescue(self, instance_uuid):
+        self.provider.unrescue(self._held(instance_uuid))
+
+    def console(self, instance_uuid, kind):
+        """Where the console of ``kind`` of the instance's node is served.
+
+        :returns: a :class:`~.providers.base.Console`.
+        """
+        return self.provider.console(self._held(instance_uuid), kind)
+
+    def crash_dump(self, instance_uuid):
+        self.provider.crash_dump(self._held(instance_uuid))
+
     def attach_vif(self, instance_uuid, vif_id):
         self.provider.attach_vif(self._held(instance_uuid), vif_id)
 

@@ -29,6 +29,7 @@ Nova:
 - ``takeover``: adopting the instances of a lost compute service;
 - ``left_tasks``: tasks Nova left on an instance after their request
   failed;
+- ``actions``: rescue, consoles and crash dumps, Nova's way;
 - ``unsupported``: what bare metal cannot do;
 - ``startup``: refusing to start on a bad configuration.
 """
@@ -45,6 +46,7 @@ from oslo_log import log as logging
 
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation import reserver as reserver_mod
+from ironic_multi._virt import actions
 from ironic_multi._virt import capacity
 from ironic_multi._virt import consumers
 from ironic_multi._virt import diagnostics
@@ -71,10 +73,12 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     capabilities = dict(
         virt_driver.ComputeDriver.capabilities,
-        supports_attach_interface=True,
         supports_image_type_ami=True,
         supports_image_type_qcow2=True,
         supports_image_type_raw=True,
+        # What the default (Ironic) node provider serves; init_host keeps
+        # only what the configured one does.
+        **{name: True for name in actions.CAPABILITIES},
     )
 
     # One compute node per service, never moved to another service.
@@ -156,8 +160,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         # What the node provider cannot do, Nova must not offer.
         self.capabilities = dict(
             self.capabilities,
-            supports_attach_interface=(
-                base.Feature.VIFS in self._reserver.features))
+            **actions.capabilities(self._reserver.features))
         LOG.info('ironic-multi driver started on host %(host)s (compute '
                  'node %(uuid)s, %(provider)s node provider)',
                  {'host': host, 'uuid': host_mod.compute_node_uuid(host),
@@ -404,6 +407,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                     if reboot_type == 'SOFT' else base.PowerAction.REBOOT)
 
     def power_off(self, instance, timeout=0, retry_interval=0):
+        if instance.task_state == task_states.RESCUING:
+            # Nova powers the instance off before it rescues it: a rescue
+            # that cannot happen is refused before anything changes.
+            actions.check_rescue(self._reserver, instance)
         # With a timeout, Nova asks for a clean shutdown first.
         if timeout:
             self._power(instance, base.PowerAction.SOFT_OFF, timeout)
@@ -416,6 +423,25 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def power_update_event(self, instance, target_power_state):
         instances.apply_power_event(instance, target_power_state)
+
+    # -- rescue, consoles, crash dump -----------------------------------------
+
+    def rescue(self, context, instance, network_info, image_meta,
+               rescue_password, block_device_info, share_info):
+        # The rescue image is the node's rescue ramdisk, Ironic's own.
+        actions.rescue(self._reserver, instance, rescue_password)
+
+    def unrescue(self, context, instance):
+        actions.unrescue(self._reserver, instance)
+
+    def get_serial_console(self, context, instance):
+        return actions.serial_console(self._reserver, instance)
+
+    def get_vnc_console(self, context, instance):
+        return actions.vnc_console(self._reserver, instance)
+
+    def trigger_crash_dump(self, instance):
+        actions.crash_dump(self._reserver, instance)
 
     # -- networking ---------------------------------------------------------
 

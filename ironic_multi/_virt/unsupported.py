@@ -74,9 +74,5 @@ class UnsupportedMixin(object):
     def suspend(self, context, instance):
         _unsupported('Suspend')
 
-    def rescue(self, context, instance, network_info, image_meta,
-               rescue_password, block_device_info, share_info):
-        _unsupported('Rescue')
-
     def set_admin_password(self, instance, new_pass):
         _unsupported('Setting the admin password')

@@ -41,12 +41,6 @@ _EXPLICIT = frozenset(
 # [ironic] options whose in-tree meaning has no counterpart here: setting
 # one is refused, with what to do instead.
 _REFUSED = {
-    'serial_console_state_timeout': (
-        'ironic-multi offers no serial console of a node (Nova answers '
-        'console requests with an error): remove it'),
-    'vnc_console_state_timeout': (
-        'ironic-multi offers no VNC console of a node (Nova answers '
-        'console requests with an error): remove it'),
     'retriable_status_codes': (
         'ironic-multi retries HTTP 503 only ([ironic] status_code_retries) '
         'and never a 409, which is a lost claim race: remove it'),

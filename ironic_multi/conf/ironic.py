@@ -106,14 +106,14 @@ IN_TREE_OPTS = [
         'serial_console_state_timeout',
         default=10,
         min=0,
-        help='Nova\'s in-tree Ironic driver only: ironic-multi offers no '
-             'serial console of a node. Setting it is refused at start.'),
+        help='Seconds to wait for a node\'s serial console to be enabled '
+             'or disabled. 0: as long as [ironic_multi] power_timeout.'),
     cfg.IntOpt(
         'vnc_console_state_timeout',
         default=60,
         min=0,
-        help='Nova\'s in-tree Ironic driver only: ironic-multi offers no '
-             'VNC console of a node. Setting it is refused at start.'),
+        help='Seconds to wait for a node\'s graphical (VNC) console to be '
+             'enabled. 0: as long as [ironic_multi] power_timeout.'),
 ]
 
 

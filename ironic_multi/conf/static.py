@@ -49,6 +49,13 @@ OPTS = [
         help='Command run for power actions on a static node; the action '
              'is ``power on``, ``power off`` or ``reboot``. Unset: power '
              'actions are not supported.' + _HOOK_HELP),
+    cfg.StrOpt(
+        'static_crash_dump_command',
+        help='Command run to send a static node an NMI, on which its OS '
+             'writes a crash dump (``openstack server dump create``; '
+             '``ipmitool chassis power diag`` does it over IPMI); the '
+             'action is ``crash dump``. Unset: crash dumps are not '
+             'supported.' + _HOOK_HELP),
     cfg.IntOpt(
         'static_command_timeout',
         default=300,

@@ -60,7 +60,7 @@ rpc_transport = none
 enabled_hardware_types = fake-hardware
 enabled_bios_interfaces = fake,no-bios
 enabled_boot_interfaces = fake
-enabled_console_interfaces = fake,no-console
+enabled_console_interfaces = fake,fake-graphical,no-console
 enabled_deploy_interfaces = fake
 enabled_firmware_interfaces = fake,no-firmware
 enabled_inspect_interfaces = fake,no-inspect
@@ -73,6 +73,10 @@ enabled_storage_interfaces = fake,noop
 enabled_vendor_interfaces = fake,no-vendor
 default_deploy_interface = fake
 default_network_interface = noop
+# A console Nova can show (VNC, on the fake console container's address)
+# and a rescue on every node, as Nova's rescue and console tests need.
+default_console_interface = fake-graphical
+default_rescue_interface = fake
 {default_extra}
 [api]
 host_ip = 127.0.0.1

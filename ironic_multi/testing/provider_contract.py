@@ -39,6 +39,13 @@ shard=None, owner=None)``
 ``snapshot()``
     A comparable picture of everything a claim, a deploy or a release may
     change in the source (for Ironic: the nodes as the API shows them).
+``without(node_uuid, feature)``
+    Only for a provider that declares ``Feature.RESCUE`` or a console:
+    make the free node lack the interface of ``feature`` (for Ironic: its
+    rescue or console interface set to ``no-rescue``, ``no-console``).
+``can_nmi``
+    Whether the harness's nodes take an NMI (Ironic's fake hardware does
+    not: its management interface refuses, and the provider says so).
 
 Every test puts its nodes in shard keys of its own, and only ever asks
 about those, so that the suite also runs against a shared Ironic.
@@ -518,6 +525,134 @@ class ProviderContract(object):
                     call()
         assert self.provider.lookup(instance).state == (
             lifecycle.State.ACTIVE)
+
+    # -- rescue, consoles, crash dump -------------------------------------
+
+    def actions_on(self, deployed):
+        """``(feature, call)`` of each action Nova may ask on the node."""
+        return [
+            (base.Feature.RESCUE,
+             lambda: self.provider.rescue(deployed, 'secret')),
+            (base.Feature.RESCUE, lambda: self.provider.unrescue(deployed)),
+            (base.Feature.SERIAL_CONSOLE, lambda: self.provider.console(
+                deployed, base.ConsoleKind.SERIAL)),
+            (base.Feature.GRAPHICAL_CONSOLE, lambda: self.provider.console(
+                deployed, base.ConsoleKind.GRAPHICAL)),
+            (base.Feature.CRASH_DUMP,
+             lambda: self.provider.crash_dump(deployed)),
+        ]
+
+    def still_active_on(self, instance, deployed):
+        found = self.provider.lookup(instance)
+        assert found.node_uuid == deployed.node_uuid
+        assert found.state == lifecycle.State.ACTIVE
+
+    @requires(base.Feature.RESCUE)
+    def test_rescue_and_unrescue_keep_the_instance(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed()
+
+        self.provider.check(deployed, base.Feature.RESCUE)
+        self.provider.rescue(deployed, 'secret')
+        self.provider.rescue(deployed, 'secret')  # idempotent
+        rescued = self.harness.provider().lookup(instance)
+        assert rescued.node_uuid == deployed.node_uuid
+        # The instance is still on its node: nothing may take it.
+        assert rescued.state == lifecycle.State.ACTIVE
+        assert set(self.provider.instances('contract-host')) >= {instance}
+        self.provider.unrescue(deployed)
+        self.provider.unrescue(deployed)  # idempotent
+        assert self.provider.lookup(instance).state == (
+            lifecycle.State.ACTIVE)
+
+    @requires(base.Feature.RESCUE)
+    def test_a_node_without_rescue_is_refused_untouched(self):
+        (node,) = self.add_nodes(1)
+        self.harness.without(node, base.Feature.RESCUE)
+        instance, deployed = self.deployed()
+        before = self.harness.snapshot()
+
+        for act in (lambda: self.provider.check(deployed,
+                                                base.Feature.RESCUE),
+                    lambda: self.provider.rescue(deployed, 'secret')):
+            with pytest.raises(exception.NodeCannot) as e:
+                act()
+            assert e.value.node == deployed.node_uuid
+
+        assert self.harness.snapshot() == before
+        self.still_active_on(instance, deployed)
+
+    @requires(base.Feature.GRAPHICAL_CONSOLE)
+    def test_a_graphical_console_is_served(self):
+        self.add_nodes(1)
+        _instance, deployed = self.deployed()
+        console = self.provider.console(deployed,
+                                        base.ConsoleKind.GRAPHICAL)
+        assert console.node_uuid == deployed.node_uuid
+        assert console.kind == base.ConsoleKind.GRAPHICAL
+        assert console.host and console.port > 0
+        # Asked again, the same console.
+        assert self.provider.console(
+            deployed, base.ConsoleKind.GRAPHICAL) == console
+
+    def test_a_node_without_console_is_refused_untouched(self):
+        kinds = [kind for kind in base.ConsoleKind
+                 if kind.feature in self.provider.features]
+        if not kinds:
+            pytest.skip('the %s provider declares no console'
+                        % self.provider.name)
+        (node,) = self.add_nodes(1)
+        self.harness.without(node, kinds[0].feature)
+        _instance, deployed = self.deployed()
+        before = self.harness.snapshot()
+        for kind in kinds:
+            with pytest.raises(exception.NodeCannot):
+                self.provider.check(deployed, kind.feature)
+            with pytest.raises(exception.NodeCannot):
+                self.provider.console(deployed, kind)
+        assert self.harness.snapshot() == before
+
+    @requires(base.Feature.CRASH_DUMP)
+    def test_a_crash_dump_is_sent_or_refused_by_the_node(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed()
+        before = self.harness.snapshot()
+        if self.harness.can_nmi:
+            self.provider.crash_dump(deployed)
+        else:
+            with pytest.raises(exception.NodeCannot) as e:
+                self.provider.crash_dump(deployed)
+            assert e.value.node == deployed.node_uuid
+        # An NMI changes nothing the source records.
+        assert self.harness.snapshot() == before
+        self.still_active_on(instance, deployed)
+
+    def test_nova_actions_never_reach_another_groups_node(self):
+        self.add_nodes(1)
+        other = self.harness.provider(group='another-group')
+        _instance, theirs = self.deployed(provider=other)
+        before = self.harness.snapshot()
+        for feature, act in self.actions_on(theirs):
+            expected = (exception.ForeignReservation
+                        if feature in self.provider.features
+                        else exception.NotSupported)
+            with pytest.raises(expected):
+                act()
+        assert self.harness.snapshot() == before
+
+    def test_what_is_not_declared_is_refused_untouched(self):
+        self.add_nodes(1)
+        instance, deployed = self.deployed()
+        before = self.harness.snapshot()
+        for feature, act in self.actions_on(deployed):
+            if feature in self.provider.features:
+                continue
+            with pytest.raises(exception.NotSupported):
+                self.provider.check(deployed, feature)
+            with pytest.raises(exception.NotSupported):
+                act()
+        assert self.harness.snapshot() == before
+        self.still_active_on(instance, deployed)
 
     # -- failures and quarantine -----------------------------------------
 

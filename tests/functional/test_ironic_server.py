@@ -28,6 +28,7 @@ import requests
 from requests import adapters
 from urllib3 import util as urllib3_util
 
+from ironic_multi.testing import _process
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server as server_lib
 
@@ -155,6 +156,34 @@ def test_sqlite_concurrent_writes_do_not_fail(sqlite_ironic):
     for i, node in enumerate(nodes):
         traits = sqlite_ironic.request('GET', '/v1/nodes/%s/traits' % node)
         assert traits.json()['traits'] == ['CUSTOM_%d' % i]
+
+
+def test_fake_deploy_rescue_and_unrescue_end_powered_on():
+    # What deploy_powers_on promises: the fake interfaces end as real ones
+    # do, the node running (the deploy step keeps its name and priority).
+    if _process.resolve_db_kind('auto') in (None, 'sqlite'):
+        pytest.skip('deploy_powers_on needs PostgreSQL or MariaDB')
+    with server_lib.IronicServer(deploy_powers_on=True) as server:
+        nodes = ironic_nodes.IronicNodes(server)
+        (node,) = nodes.enroll_nodes(1)
+        nodes.request('PATCH', '/v1/nodes/%s' % node, json=[
+            {'op': 'add', 'path': '/instance_uuid',
+             'value': str(uuid.uuid4())}])
+        for action, state in (('active', 'active'), ('rescue', 'rescue'),
+                              ('unrescue', 'active')):
+            if action == 'rescue':
+                nodes.request('PUT', '/v1/nodes/%s/states/power' % node,
+                              expect=(202,), json={'target': 'power off'})
+                nodes.wait_for_node(node, power_state='power off',
+                                    target_power_state=None)
+            body = {'target': action}
+            if action == 'rescue':
+                body['rescue_password'] = 'secret'
+            nodes.request('PUT', '/v1/nodes/%s/states/provision' % node,
+                          expect=(202,), json=body)
+            found = nodes.wait_for_node(node, provision_state=state,
+                                        target_provision_state=None)
+            assert found['power_state'] == 'power on', action
 
 
 def test_cleanup_leaves_nothing(record_property):

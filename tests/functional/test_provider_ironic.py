@@ -16,6 +16,7 @@
 
 import pytest
 
+from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import provider
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
@@ -54,6 +55,17 @@ class IronicHarness(object):
 
     def snapshot(self):
         return self.ironic.snapshot()
+
+    # Ironic's fake management interface has no NMI: it refuses one.
+    can_nmi = False
+
+    def without(self, node_uuid, feature):
+        interface = {base.Feature.RESCUE: 'rescue_interface'}.get(
+            feature, 'console_interface')
+        self.ironic.request('PATCH', '/v1/nodes/%s' % node_uuid, json=[
+            {'op': 'replace', 'path': '/' + interface,
+             'value': 'no-rescue' if feature == base.Feature.RESCUE
+             else 'no-console'}])
 
 
 @pytest.fixture(params=[True, False], ids=['allocations', 'patch'])

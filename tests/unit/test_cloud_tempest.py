@@ -46,8 +46,10 @@ def test_the_config_turns_off_what_bare_metal_lacks():
     features = conf['compute-feature-enabled']
     for feature in ('resize', 'cold_migration', 'live_migration',
                     'console_output', 'snapshot', 'pause', 'suspend',
-                    'shelve', 'rescue'):
+                    'shelve', 'stable_rescue', 'vnc_console'):
         assert features[feature] == 'false', feature
+    # Rescue goes through Ironic's rescue interface.
+    assert features['rescue'] == 'true'
     assert conf['validation']['run_validation'] == 'false'
     assert conf['service_available']['cinder'] == 'false'
     assert conf['service_available']['neutron'] == 'true'

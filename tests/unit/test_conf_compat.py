@@ -213,8 +213,6 @@ class TestRetryOptions:
 class TestRefused:
 
     @pytest.mark.parametrize('name, value', [
-        ('serial_console_state_timeout', '10'),
-        ('vnc_console_state_timeout', '60'),
         ('retriable_status_codes', '503'),
     ])
     def test_set_is_refused_even_at_its_default(self, load, name, value):

@@ -65,6 +65,14 @@ class Feature(str, enum.Enum):
     SET_STATE = 'set state'
     #: Write shard keys to nodes that have none.
     SHARD_ASSIGNMENT = 'shard assignment'
+    #: Boot a node into a rescue environment and back (Nova's rescue).
+    RESCUE = 'rescue'
+    #: A serial console: a TCP endpoint Nova's serial proxy connects to.
+    SERIAL_CONSOLE = 'serial console'
+    #: A graphical console: a VNC endpoint Nova's noVNC proxy connects to.
+    GRAPHICAL_CONSOLE = 'graphical console'
+    #: Send the node an NMI, on which its OS writes a crash dump.
+    CRASH_DUMP = 'crash dump'
 
     def __str__(self):
         return self.value
@@ -83,6 +91,35 @@ class PowerAction(str, enum.Enum):
     @property
     def soft(self):
         return self in (PowerAction.SOFT_OFF, PowerAction.SOFT_REBOOT)
+
+
+class ConsoleKind(str, enum.Enum):
+    SERIAL = 'serial'
+    GRAPHICAL = 'graphical'
+
+    def __str__(self):
+        return self.value
+
+    @property
+    def feature(self):
+        """The :class:`Feature` a provider declares for this kind."""
+        return (Feature.SERIAL_CONSOLE if self is ConsoleKind.SERIAL
+                else Feature.GRAPHICAL_CONSOLE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Console:
+    """Where a node's console is served: what a console proxy connects to.
+
+    :ivar kind: a :class:`ConsoleKind`.
+    :ivar host: the host (or address) of the console's endpoint.
+    :ivar port: its TCP port.
+    """
+
+    node_uuid: str
+    kind: ConsoleKind
+    host: str
+    port: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -406,6 +443,64 @@ class NodeProvider(abc.ABC):
 
         :raises PowerActionFailed:
         """
+
+    def check(self, reservation, feature):
+        """Raise unless the node of ``reservation`` can do ``feature``.
+
+        Reads only: for a caller that must know before it changes
+        anything (Nova powers a node off before it rescues it).  What
+        cannot be known without trying passes.
+
+        :raises NotSupported: the provider cannot.
+        :raises NodeCannot: this node cannot.
+        """
+        self.require(feature)
+
+    def rescue(self, reservation, password):
+        """Boot the node into its rescue environment; wait for it.
+
+        The instance's disk stays as it is; ``password`` is the rescue
+        environment's root password.  Idempotent: a node in rescue already
+        stays there.  (:attr:`Feature.RESCUE`)
+
+        :raises NodeCannot: the node has no rescue interface; nothing was
+            done.
+        :raises RescueFailed:
+        """
+        self.require(Feature.RESCUE)
+
+    def unrescue(self, reservation):
+        """Boot the node back into the instance; wait for it.
+
+        Idempotent: an active node stays as it is.
+        (:attr:`Feature.RESCUE`)
+
+        :raises RescueFailed:
+        """
+        self.require(Feature.RESCUE)
+
+    def console(self, reservation, kind):
+        """Enable the node's console of :class:`ConsoleKind` ``kind``.
+
+        (:attr:`ConsoleKind.feature`)
+
+        :returns: the :class:`Console`.
+        :raises NodeCannot: the node has no console of that kind; it was
+            left as it was.
+        :raises ConsoleUnavailable:
+        """
+        self.require(ConsoleKind(kind).feature)
+
+    def crash_dump(self, reservation):
+        """Send the node an NMI (:attr:`Feature.CRASH_DUMP`).
+
+        What the node's OS does with it is its own business (a kernel
+        crash dump, usually); nothing is waited for.
+
+        :raises NodeCannot: the node cannot receive one; nothing was done.
+        :raises CrashDumpFailed:
+        """
+        self.require(Feature.CRASH_DUMP)
 
     def attach_vif(self, reservation, vif_id):
         """Attach a VIF to the node (:attr:`Feature.VIFS`)."""

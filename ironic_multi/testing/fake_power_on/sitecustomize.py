@@ -12,12 +12,14 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Make Ironic's fake deploy end with the node powered on.
+"""Make Ironic's fake deploy, rescue and unrescue end powered on.
 
 A real deploy ends with the instance running: the agent reboots the node
-into it.  Ironic's ``fake`` deploy interface leaves the power as it was
-(off), so Nova records the new server as shut down and its power state
-sync stops it a moment later.  Only
+into it; a real rescue boots the rescue ramdisk, and unrescue the
+instance again.  Ironic's ``fake`` deploy and rescue interfaces leave the
+power as it was (off, and Nova powers a server off before it rescues
+it), so Nova records the server as shut down and its power state sync
+stops it a moment later.  Only
 :class:`~ironic_multi.testing.ironic_server.IronicServer` with
 ``deploy_powers_on`` puts this directory on the PYTHONPATH of the Ironic
 it starts (the multi-process cloud does, for servers that stay ACTIVE).
@@ -26,6 +28,7 @@ The patch is applied when Ironic imports its fake driver module, not
 here: importing Ironic this early would come before its own start-up.
 """
 
+import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -33,20 +36,26 @@ import sys
 MODULE = 'ironic.drivers.modules.fake'
 
 
-def _patch(module):
-    original = module.FakeDeploy.deploy
-
-    def deploy(self, task):
+def _powering_on(original):
+    """``original(self, task)``, then the node powered on."""
+    # Its name too: Ironic names a deploy step after its method
+    # ("deploy.deploy"), and keeps the step's priority and arguments in
+    # the method's __dict__.
+    @functools.wraps(original)
+    def method(self, task):
         result = original(self, task)
         from ironic.common import states
         from ironic.conductor import utils as manager_utils
         manager_utils.node_power_action(task, states.POWER_ON)
         return result
 
-    deploy.__wrapped__ = original
-    # Keep the deploy step's metadata (priority, arguments).
-    deploy.__dict__.update(original.__dict__)
-    module.FakeDeploy.deploy = deploy
+    return method
+
+
+def _patch(module):
+    module.FakeDeploy.deploy = _powering_on(module.FakeDeploy.deploy)
+    module.FakeRescue.rescue = _powering_on(module.FakeRescue.rescue)
+    module.FakeRescue.unrescue = _powering_on(module.FakeRescue.unrescue)
 
 
 class _Loader(importlib.abc.Loader):

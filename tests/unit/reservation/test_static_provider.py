@@ -665,7 +665,42 @@ def test_what_static_nodes_cannot_do(tmp_path):
     active = provider.deploy(reservation, deployment('i-1'))
     for call in (lambda: provider.power(active, base.PowerAction.ON),
                  lambda: provider.attach_vif(active, 'port-1'),
-                 lambda: provider.rebuild(active, deployment('i-1'))):
+                 lambda: provider.rebuild(active, deployment('i-1')),
+                 lambda: provider.rescue(active, 'secret'),
+                 lambda: provider.unrescue(active),
+                 lambda: provider.console(active, base.ConsoleKind.SERIAL),
+                 lambda: provider.crash_dump(active)):
         with pytest.raises(exception.NotSupported):
             call()
     assert provider.lookup('i-1').state == lifecycle.State.ACTIVE
+
+
+def test_a_crash_dump_hook_sends_the_nmi(tmp_path):
+    dump, dump_log = hook(tmp_path, 'dump')
+    provider, reservation, node = claimed(
+        tmp_path, static_crash_dump_command=dump)
+    assert base.Feature.CRASH_DUMP in provider.features
+    # The class, and providers without the hook, keep their features.
+    assert base.Feature.CRASH_DUMP not in type(provider).features
+    active = provider.deploy(reservation, deployment('i-1'))
+
+    provider.check(active, base.Feature.CRASH_DUMP)
+    provider.crash_dump(active)
+
+    assert dump_log.read_text() == (
+        'crash dump %s node=%s instance=i-1 host= image=\n' % (node, node))
+    found = provider.lookup('i-1')
+    assert (found.state, found.power_state) == (lifecycle.State.ACTIVE,
+                                                lifecycle.PowerState.ON)
+
+
+def test_a_failed_crash_dump_hook(tmp_path):
+    dump, _ = hook(tmp_path, 'dump', extra='echo no BMC >&2; exit 3')
+    provider, reservation, node = claimed(
+        tmp_path, static_crash_dump_command=dump)
+    active = provider.deploy(reservation, deployment('i-1'))
+    with pytest.raises(exception.CrashDumpFailed) as caught:
+        provider.crash_dump(active)
+    assert 'exit code 3' in str(caught.value)
+    assert 'no BMC' in str(caught.value)
+    assert caught.value.node == node

@@ -204,6 +204,28 @@ class FakeReserver(object):
         self._call('power', instance_uuid, action, timeout)
         self._held(instance_uuid)
 
+    def check(self, instance_uuid, feature):
+        self._call('check', instance_uuid, feature)
+        self._held(instance_uuid)
+
+    def rescue(self, instance_uuid, password):
+        self._call('rescue', instance_uuid, password)
+        self._held(instance_uuid)
+
+    def unrescue(self, instance_uuid):
+        self._call('unrescue', instance_uuid)
+        self._held(instance_uuid)
+
+    def console(self, instance_uuid, kind):
+        self._call('console', instance_uuid, kind)
+        reservation = self._held(instance_uuid)
+        return base.Console(node_uuid=reservation.node_uuid, kind=kind,
+                            host='192.0.2.1', port=5900)
+
+    def crash_dump(self, instance_uuid):
+        self._call('crash_dump', instance_uuid)
+        self._held(instance_uuid)
+
     def attach_vif(self, instance_uuid, vif_id):
         self._call('attach_vif', instance_uuid, vif_id)
         self._held(instance_uuid)

@@ -282,7 +282,6 @@ def test_attach_interface_follows_the_providers_vifs():
     lambda d: d.live_migration(None, fakes.instance(), 'dest', None, None),
     lambda d: d.migrate_disk_and_power_off(None, fakes.instance(), 'dest',
                                            None, []),
-    lambda d: d.rescue(None, fakes.instance(), [], None, 'pw', None, None),
     lambda d: d.pause(fakes.instance()),
     lambda d: d.suspend(None, fakes.instance()),
     lambda d: d.set_admin_password(fakes.instance(), 'pw'),

@@ -447,6 +447,24 @@ class IronicAPI(object):
             self._request('PUT', '/v1/nodes/%s/states/power' % node,
                           body={'target': target})
 
+    def get_console(self, node):
+        """``{'console_enabled': bool, 'console_info': dict or None}``."""
+        with _node_errors(node):
+            return self._request('GET', '/v1/nodes/%s/states/console' % node)
+
+    def set_console(self, node, enabled):
+        """Ask Ironic to enable or disable the console (asynchronous)."""
+        with _node_errors(node):
+            self._request('PUT', '/v1/nodes/%s/states/console' % node,
+                          body={'enabled': enabled})
+
+    def inject_nmi(self, node):
+        # Not repeated when its answer is lost: a second NMI is a second
+        # crash dump.
+        with _node_errors(node):
+            self._request('PUT', '/v1/nodes/%s/management/inject_nmi' % node,
+                          body={}, idempotent=False)
+
     def set_maintenance(self, node, reason):
         with _node_errors(node):
             self._request('PUT', '/v1/nodes/%s/maintenance' % node,

@@ -38,6 +38,8 @@ goes with the deployment.  Failures, quarantine and tear downs are marked
 in ``extra`` instead (:mod:`.provider`), where they outlive it.
 """
 
+from ironic_multi import exception
+
 KEY = 'ironic_multi'
 PATH = '/instance_info/%s' % KEY
 
@@ -129,3 +131,31 @@ def of_allocation(allocation):
     """The mark in an allocation's ``extra``, or None."""
     found = (allocation.get('extra') or {}).get(KEY)
     return found if isinstance(found, dict) and found.get('group') else None
+
+
+def held(api, node_uuid, instance_uuid, group, fields=()):
+    """The node as it is now, read right before an action on it.
+
+    For the actions Nova asks for on its instance (rescue, console, NMI),
+    which Ironic's provision and management calls cannot guard with the
+    mark: the node must still hold the instance, under no other group's
+    mark (none: claimed before marks).
+
+    :param fields: more fields to read.
+    :raises ReservationNotFound: the node no longer holds the instance.
+    :raises ForeignReservation: it holds it under another group's mark.
+    """
+    wanted = tuple(sorted(set(fields) | {'uuid', 'instance_uuid',
+                                         'instance_info'}))
+    try:
+        node = api.get_node(node_uuid, fields=wanted)
+    except exception.NodeNotFound:
+        raise exception.ReservationNotFound(instance=instance_uuid)
+    if node.get('instance_uuid') != instance_uuid:
+        raise exception.ReservationNotFound(instance=instance_uuid)
+    found = of(node)
+    if found is not None and found['group'] != group:
+        raise exception.ForeignReservation(
+            instance=instance_uuid, node=node_uuid, group=found['group'],
+            ours=group)
+    return node

@@ -16,8 +16,9 @@
 
 It reads the nodes of the owned shards into a ready pool, claims with one
 atomic write (:mod:`.claims`), deploys and tears down (:mod:`.deploy`),
-and powers nodes (:mod:`.power`), all through one
-:class:`~.client.IronicAPI`.
+powers nodes (:mod:`.power`), rescues them (:mod:`.rescue`), opens their
+consoles (:mod:`.console`) and sends them NMIs (:mod:`.nmi`), all through
+one :class:`~.client.IronicAPI`.
 """
 
 import dataclasses
@@ -31,10 +32,13 @@ from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import claims
 from ironic_multi._reservation.providers.ironic import client
+from ironic_multi._reservation.providers.ironic import console
 from ironic_multi._reservation.providers.ironic import deploy
+from ironic_multi._reservation.providers.ironic import nmi
 from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import pool as ready_pool
 from ironic_multi._reservation.providers.ironic import power
+from ironic_multi._reservation.providers.ironic import rescue
 from ironic_multi._reservation.providers.ironic import states
 from ironic_multi._reservation.providers.ironic import versions
 from ironic_multi._reservation import shards
@@ -101,7 +105,10 @@ class IronicProvider(base.NodeProvider):
     name = 'ironic'
     features = frozenset([base.Feature.VIFS, base.Feature.REBUILD,
                           base.Feature.SOFT_POWER, base.Feature.CONFIGDRIVE,
-                          base.Feature.SHARD_ASSIGNMENT])
+                          base.Feature.SHARD_ASSIGNMENT, base.Feature.RESCUE,
+                          base.Feature.SERIAL_CONSOLE,
+                          base.Feature.GRAPHICAL_CONSOLE,
+                          base.Feature.CRASH_DUMP])
 
     def __init__(self, conf, api=None):
         super().__init__(conf)
@@ -124,6 +131,8 @@ class IronicProvider(base.NodeProvider):
         self._tenancy = filters.OwnerFilter()
         self._deployer = deploy.Deployer(self.api, conf)
         self._power = power.PowerControl(self.api, conf)
+        self._rescuer = rescue.Rescuer(self.api, conf)
+        self._consoles = console.Consoles(self.api, conf)
         self._fields = None
         self._shard_keys = (None, 0)
 
@@ -627,6 +636,35 @@ class IronicProvider(base.NodeProvider):
 
     def power(self, reservation, action, timeout=None):
         self._power.apply(reservation.node_uuid, action, timeout)
+
+    # Whether the node has the interface for each is the node's business:
+    # a node without one is refused (NodeCannot), and nothing is done.
+
+    def check(self, reservation, feature):
+        super().check(reservation, feature)
+        if feature == base.Feature.RESCUE:
+            self._rescuer.check(reservation.node_uuid,
+                                reservation.instance_uuid)
+        elif feature in (base.Feature.SERIAL_CONSOLE,
+                         base.Feature.GRAPHICAL_CONSOLE):
+            self._consoles.check(reservation.node_uuid,
+                                 reservation.instance_uuid)
+
+    def rescue(self, reservation, password):
+        self._rescuer.rescue(reservation.node_uuid,
+                             reservation.instance_uuid, password)
+
+    def unrescue(self, reservation):
+        self._rescuer.unrescue(reservation.node_uuid,
+                               reservation.instance_uuid)
+
+    def console(self, reservation, kind):
+        return self._consoles.console(reservation.node_uuid,
+                                      reservation.instance_uuid, kind)
+
+    def crash_dump(self, reservation):
+        nmi.inject(self.api, reservation.node_uuid,
+                   reservation.instance_uuid, self.group)
 
     def attach_vif(self, reservation, vif_id):
         self._vif('attach', self.api.attach_vif, reservation, vif_id)

@@ -60,6 +60,8 @@ ADOPTFAIL = 'adopt failed'
 TARGET_ACTIVE = 'active'
 TARGET_DELETED = 'deleted'
 TARGET_REBUILD = 'rebuild'
+TARGET_RESCUE = 'rescue'
+TARGET_UNRESCUE = 'unrescue'
 
 # Power states and targets.
 POWER_ON = 'power on'
@@ -70,8 +72,12 @@ SOFT_REBOOT = 'soft rebooting'
 
 # A deploy is running (or a rebuild, which is one).
 DEPLOY_IN_PROGRESS = frozenset((DEPLOYING, DEPLOYWAIT, DEPLOYHOLD, REBUILD))
+# The instance is deployed, and the node is in (or on its way into or out
+# of) a rescue environment: still the instance's, as active is.
+RESCUED = frozenset((RESCUING, RESCUEWAIT, RESCUE, RESCUEFAIL, UNRESCUING,
+                     UNRESCUEFAIL))
 # A node serving an instance, or about to.
-IN_USE = DEPLOY_IN_PROGRESS | {ACTIVE}
+IN_USE = DEPLOY_IN_PROGRESS | RESCUED | {ACTIVE}
 # A deploy ended badly.
 DEPLOY_FAILED = frozenset((DEPLOYFAIL, ERROR))
 # A tear down is running: wait, do not ask again.

@@ -23,9 +23,10 @@ back and the processes of one host never give a node out twice.
 A spawn hands a node over: the optional ``static_handover_command`` runs,
 then the record says ``active`` and names the host.  Destroy runs the
 optional ``static_return_command`` and releases the node.  Power actions
-run ``static_power_command``; without one they are not supported.  What a
-pre-installed machine cannot do (VIFs, rebuild, config drive, soft power)
-raises NotSupported.
+run ``static_power_command``; without one they are not supported, and
+crash dumps (an NMI) run ``static_crash_dump_command`` likewise.  What a
+pre-installed machine cannot do (VIFs, rebuild, config drive, soft power,
+rescue, consoles) raises NotSupported.
 """
 
 import datetime
@@ -51,6 +52,7 @@ _POWER_AFTER = {base.PowerAction.ON: lifecycle.PowerState.ON,
                 base.PowerAction.REBOOT: lifecycle.PowerState.ON}
 _HANDOVER = 'handover'
 _RETURN = 'return'
+_CRASH_DUMP = 'crash dump'
 # Record states of a node that holds what its user left on it: handed
 # over (or being), or its return failed.
 _HOLDING_DATA = frozenset(state.value for state in (
@@ -84,6 +86,8 @@ class StaticProvider(base.NodeProvider):
         # within its own deadline, the others as long as a claim may last.
         self.records = records_mod.RecordFile(
             self.inventory, lock_timeout=self._opts.claim_timeout)
+        if self._opts.static_crash_dump_command:
+            self.features = self.features | {base.Feature.CRASH_DUMP}
         self._ready = (filters.ReadyFilter(self._why_not_ready),)
         # (stat signature, nodes): replaced whole, never changed in place.
         self._cache = (None, {})
@@ -379,6 +383,15 @@ class StaticProvider(base.NodeProvider):
                 feature='%s without static_power_command' % action)
         self.set_state(reservation.instance_uuid, reservation.state,
                        power_state=_POWER_AFTER[action].value)
+
+    def crash_dump(self, reservation):
+        self.require(base.Feature.CRASH_DUMP)
+        try:
+            self._hook('static_crash_dump_command', _CRASH_DUMP, reservation)
+        except exception.HookFailed as e:
+            raise exception.CrashDumpFailed(
+                action=_CRASH_DUMP, node=reservation.node_uuid,
+                reason=e) from e
 
     def health(self, reservations):
         nodes = self._nodes()
