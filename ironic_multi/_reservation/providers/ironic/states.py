@@ -97,9 +97,10 @@ UNDEPLOYED = frozenset((
 DEPLOYED_OTHERWISE = frozenset((
     RESCUE, RESCUING, RESCUEWAIT, RESCUEFAIL, UNRESCUING, UNRESCUEFAIL,
     SERVICING, SERVICEWAIT, SERVICEHOLD, SERVICEFAIL, ADOPTING, ADOPTFAIL))
-# Failed, but holding the image: the instance is there, in error.
-FAILED_DEPLOYED = frozenset((RESCUEFAIL, UNRESCUEFAIL, SERVICEFAIL,
-                             ADOPTFAIL))
+# Failed, but holding the image: the instance is there, in error.  (A
+# failed rescue or unrescue leaves the instance deployed, and the user
+# can try again: still active, see RESCUED.)
+FAILED_DEPLOYED = frozenset((SERVICEFAIL, ADOPTFAIL))
 # At rest, and holding no deployment of anyone's: the only states the
 # housekeeper's failed-node rules act in (a node holding no instance in
 # any other state is another deployer's deployment, or busy).
