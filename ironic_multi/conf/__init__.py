@@ -82,7 +82,8 @@ def check(conf, host=None):
                 'stuck' % (opts.stuck_claim_timeout, opts.deploy_queue_timeout,
                            opts.claim_timeout)))
     for resource_class, wanted in sorted(opts.spare_targets.items()):
-        if not wanted.isdigit():
+        # A DictOpt's values are strings in a file, anything in an override.
+        if not str(wanted).isdigit():
             raise exception.ConfigInvalid(
                 option='[ironic_multi] spare_targets', reason=(
                     '[ironic_multi] spare_targets gives resource class %s '

@@ -106,6 +106,16 @@ class TestRanges:
         assert conf.ironic_multi.spare_targets == {'gold': '4',
                                                    'silver': '0'}
 
+    def test_spare_targets_set_in_code_may_be_integers(self, load):
+        # set_override() keeps the value's type: the check must not assume
+        # the string a file gives.
+        conf = load('', check=False)
+        conf.set_override('spare_targets', {'gold': 10}, 'ironic_multi')
+        im_conf.check(conf)
+        conf.set_override('spare_targets', {'gold': -1}, 'ironic_multi')
+        with pytest.raises(exception.ConfigInvalid):
+            im_conf.check(conf)
+
     def test_defaults_pass(self, load):
         load('')
 
