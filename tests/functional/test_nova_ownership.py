@@ -177,9 +177,10 @@ class NovaUnreachableTest(_SharedIronicCase):
         # A node of ours whose cleaning failed, to be recovered.
         failed = [n['uuid'] for n in self.ironic.list_nodes()
                   if n['instance_uuid'] is None][0]
+        _force_state(self.ironic, failed, 'clean failed')
+        # The failure is pinned to the state the group saw it in.
         leader = self._leader()
         leader.provider.record_failure(failed, 'tear down: clean failed')
-        _force_state(self.ironic, failed, 'clean failed')
 
         def unreachable(*args, **kwargs):
             raise db_exc.DBConnectionError('the cell database is down')

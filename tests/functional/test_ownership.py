@@ -154,6 +154,12 @@ class _Race(object):
 
     THREADS = 6
 
+    # Enough of a race to mean something: on a loaded machine a run goes
+    # on past ``seconds`` (up to LONGEST) until it has had this much.
+    CLAIMS = 10
+    LATE_RELEASES = 30
+    LONGEST = 90
+
     def __init__(self, ironic, node, use_allocations, seconds=12,
                  on_lost=None):
         self._ironic = ironic
@@ -163,6 +169,7 @@ class _Race(object):
         self._changed = threading.Condition()
         self._given_up = []
         self._until = time.monotonic() + seconds
+        self._longest = time.monotonic() + self.LONGEST
         self.held = set()
         self.claims = 0
         self.late_releases = 0
@@ -177,15 +184,20 @@ class _Race(object):
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(60)
+            thread.join(self.LONGEST + 60)
         assert not any(thread.is_alive() for thread in threads)
         assert self.errors == []
-        # Enough of a race to mean something.
-        assert self.claims >= 10 and self.late_releases >= 30, (
-            self.claims, self.late_releases)
+        assert not self._too_little(), (self.claims, self.late_releases)
+
+    def _too_little(self):
+        return (self.claims < self.CLAIMS
+                or self.late_releases < self.LATE_RELEASES)
 
     def _running(self):
-        return time.monotonic() < self._until and not self.errors
+        now = time.monotonic()
+        if self.errors or now >= self._longest:
+            return False
+        return now < self._until or self._too_little()
 
     def _racer(self, provider):
         seen = 0
