@@ -700,6 +700,29 @@ def test_violations_about_stranded_builds_are_forgiven(tmp_path):
     assert [e['subject'] for e in history.excused] == ['server s1']
 
 
+def test_no_safety_violation_is_forgiven(tmp_path):
+    # Planted: a double booking, found by the real check, about a server
+    # Nova stranded.  It must survive the verdict.
+    chaos = _stranding_run(tmp_path, {})
+    history = chaos.history
+    chaos._excuse({'s1': 'nova-conductor.log: Failed to schedule',
+                   's2': 'nova-conductor.log: Failed to schedule'})
+    active = [{'id': 's1', 'name': 'one', 'status': 'ACTIVE'}]
+    nodes = [{'uuid': 'n1', 'instance_uuid': 's2'},
+             {'uuid': 'n2', 'instance_uuid': 's2'}]
+    found = invariants.check_sample(active, nodes, active, {'s1': 'n1'})
+    assert {invariant for invariant, _ in found} == {
+        invariants.ONE_NODE_PER_INSTANCE, invariants.GIVEN_TWICE}
+    for invariant, detail in found:
+        history.violation(invariant, detail)
+    for invariant in invariants.SAFETY:
+        history.violation(invariant, 'planted about s1')
+    history.violation(invariants.SETTLED, 'server x (s1) is BUILD')
+    chaos._forgive()
+    assert sorted(v['invariant'] for v in history.violations) == sorted(
+        [i for i, _ in found] + list(invariants.SAFETY))
+
+
 def _workload(answers):
     """A Workload whose server reads are ``answers``, one per poll."""
     from ironic_multi.testing.chaos import workload

@@ -40,6 +40,10 @@ BOUNDED = 'every operation ends within its bound'
 INVARIANTS = (ONE_NODE_PER_INSTANCE, GIVEN_TWICE, ACTIVE_HOLDS_A_NODE,
               PROJECT, FOREIGN_UNTOUCHED, SETTLED, NO_LEAK, ONE_MANAGER,
               CAPACITY, TYPED_ERRORS, BOUNDED)
+# What no excuse can lift: a server Nova stranded may excuse the
+# liveness findings about it (SETTLED, BOUNDED, ...), never one of these.
+SAFETY = (ONE_NODE_PER_INSTANCE, GIVEN_TWICE, PROJECT, FOREIGN_UNTOUCHED,
+          NO_LEAK, ONE_MANAGER)
 # Stable states: nothing is in progress on such a server.
 STABLE = ('ACTIVE', 'SHUTOFF', 'ERROR')
 # What a foreign node must keep, whatever happens to ours.

@@ -389,14 +389,17 @@ class ChaosRun(object):
                        'away (nothing of the driver\'s is pending)'})
 
     def _forgive(self):
-        """Out of the violations: those about servers Nova stranded.
+        """Out of the violations: liveness ones about servers Nova stranded.
 
         Each later check finds them again (still BUILD, their boots never
-        ended), so they go at the verdict.
+        ended), so they go at the verdict; the stranding itself stays in
+        ``history.excused``, with Nova's reason.  A safety invariant is
+        never forgiven, whichever server it names.
         """
         self.history.violations[:] = [
             v for v in self.history.violations
-            if not any(s in v['detail'] for s in self.stranded)]
+            if v['invariant'] in invariants.SAFETY
+            or not any(s in v['detail'] for s in self.stranded)]
 
     def _servers(self):
         return workload_mod.server_dicts(
