@@ -260,33 +260,36 @@ def test_settled_leaks_and_host_marks():
 # -- logs --------------------------------------------------------------------
 
 HEAD = '2026-11-25 12:00:%02d.123 4242 %s %s [req-1 - - - - -] '
+# A traceback line: the same head, no request context (oslo.log's
+# logging_exception_prefix).
+TB = '2026-11-25 12:00:%02d.123 4242 %s %s '
 LOG_TEXT = '\n'.join([
     HEAD % (1, 'INFO', 'nova.compute.manager') + 'fine',
     # A typed error of ours, with its traceback.
     HEAD % (2, 'ERROR', 'nova.compute.manager') + 'Build failed',
-    HEAD % (2, 'ERROR', 'nova.compute.manager') +
+    TB % (2, 'ERROR', 'nova.compute.manager') +
     'Traceback (most recent call last):',
-    HEAD % (2, 'ERROR', 'nova.compute.manager') +
+    TB % (2, 'ERROR', 'nova.compute.manager') +
     '  File "/x/ironic_multi/_virt/driver.py", line 3, in spawn',
-    HEAD % (2, 'ERROR', 'nova.compute.manager') +
+    TB % (2, 'ERROR', 'nova.compute.manager') +
     'ironic_multi.exception.NoNodeAvailable: no node',
     # A bug: a KeyError through our code.
     HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
     'Periodic refresh failed unexpectedly',
-    HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
+    TB % (3, 'ERROR', 'ironic_multi._reservation.worker') +
     'Traceback (most recent call last):',
-    HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
+    TB % (3, 'ERROR', 'ironic_multi._reservation.worker') +
     '  File "/x/ironic_multi/_reservation/ring.py", line 9, in f',
-    HEAD % (3, 'ERROR', 'ironic_multi._reservation.worker') +
+    TB % (3, 'ERROR', 'ironic_multi._reservation.worker') +
     'KeyError: \'rack-1\'',
     # The broker restarting: Nova's library, not our code.
     HEAD % (4, 'ERROR', 'oslo.messaging._drivers.impl_rabbit') +
     'Connection failed: [Errno 111] ECONNREFUSED',
     HEAD % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
     'Unexpected error while reporting service status',
-    HEAD % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
+    TB % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
     'Traceback (most recent call last):',
-    HEAD % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
+    TB % (5, 'ERROR', 'nova.servicegroup.drivers.db') +
     'oslo_messaging.exceptions.MessagingTimeout: Timed out',
     '2026-11-25 12:00:06.000 4242 INFO ironic_multi._reservation.leader '
     '[-] Member compute-1:4242:ab now leads housekeeper',
@@ -318,6 +321,27 @@ def test_error_records_and_their_classes(log_dir):
     assert records[0].message == 'Build failed'
     summary = logscan.summary(records)
     assert summary[logscan.UNTYPED] == {'KeyError': 1}
+
+
+def test_two_records_in_one_millisecond_stay_two(tmp_path):
+    # Planted: an untyped traceback, then at once a plain ERROR line of
+    # the same logger.  Merged, the KeyError would pass as typed.
+    logger = 'ironic_multi._reservation.worker'
+    (tmp_path / 'nova-compute-compute-1.log').write_text('\n'.join([
+        HEAD % (3, 'ERROR', logger) + 'Refresh failed',
+        TB % (3, 'ERROR', logger) + 'Traceback (most recent call last):',
+        TB % (3, 'ERROR', logger) + '  File "/x/ironic_multi/a.py", line 9',
+        TB % (3, 'ERROR', logger) + "KeyError: 'rack-1'",
+        HEAD % (3, 'ERROR', logger) + 'Pool refill failed: Ironic is away',
+        (TB % (3, 'ERROR', logger)).replace('4242', '4243') +
+        'other process',
+    ]) + '\n')
+    records = logscan.errors(str(tmp_path))
+    assert [(r.message, r.exception, logscan.classify(r))
+            for r in records] == [
+        ('Refresh failed', 'KeyError', logscan.UNTYPED),
+        ('Pool refill failed: Ironic is away', None, logscan.TYPED),
+        ('other process', None, logscan.TYPED)]
 
 
 def test_errors_since(log_dir):

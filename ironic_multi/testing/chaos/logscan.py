@@ -14,9 +14,11 @@
 
 """What the Nova services' logs say: their errors, and who led when.
 
-oslo.log writes each line as ``DATE TIME.MS PID LEVEL LOGGER ...``, and
-every line of a traceback with the same head as the record it belongs
-to.  :func:`errors` gathers each ERROR record with its traceback;
+oslo.log writes each line as ``DATE TIME.MS PID LEVEL LOGGER ...``: a
+record's first line goes on with its request context (``[None req-...]``
+or ``[-]``), and every line of its traceback has the same head without
+one.  :func:`errors` gathers each ERROR record with its traceback (two
+records of one logger in one millisecond stay two);
 :func:`classify` tells whether its exception is typed.
 
 The rule: an error is *typed* when its exception is one of
@@ -45,6 +47,9 @@ _HEAD = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) (\d+) '
                    r'(ERROR|CRITICAL) (\S+) ?(.*)$')
 _LEADS = re.compile(r'Member (\S+) now leads (\w+)')
 _STANDS_DOWN = re.compile(r'Member (\S+) stands down from leading (\w+)')
+# The request context that opens a record (oslo.log's context and default
+# format strings); a traceback line (logging_exception_prefix) has none.
+_CONTEXT = re.compile(r'^\[(-|None req-|req-)')
 _TIME = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) ')
 # The last line of a traceback: "module.Class: message" or "Class".
 _RAISED = re.compile(r'^([A-Za-z_][\w.]*)(?::|$)')
@@ -110,8 +115,10 @@ def _records(service, lines, since):
         if match is None:
             continue
         stamp, pid, _level, logger, rest = match.groups()
+        opens = _CONTEXT.match(rest) is not None
         rest = _strip_context(rest)
-        if current is not None and head == (stamp, pid, logger):
+        if (current is not None and head == (stamp, pid, logger)
+                and not opens):
             current.traceback.append(rest)
             continue
         if current is not None:
