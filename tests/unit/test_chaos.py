@@ -640,6 +640,9 @@ def _stranding_run(tmp_path, requests):
     chaos = run.ChaosRun(run.Options(minutes=1, seed=3,
                                      output=str(tmp_path)))
     chaos.cloud = mock.Mock(log_dir=str(tmp_path))
+    # An observer that watched all along.
+    chaos.observer = mock.Mock(looks=10, failed_looks=0, longest_blind=2.0,
+                               **{'watched.return_value': []})
     for server_id, request in sorted(requests.items()):
         chaos.history.operation(schedule.BOOT, server=server_id,
                                 create_request=request)
@@ -886,3 +889,62 @@ def test_the_settle_stops_waiting_for_stranded_builds(monkeypatch,
     (stranded,), _kwargs = chaos.workload.give_up.call_args
     assert sorted(stranded) == ['s2']
     assert 'Failed to schedule instances' in stranded['s2']
+
+
+# -- the observer ----------------------------------------------------------
+
+def _observer(monkeypatch, servers, *nodes):
+    """An observer whose looks read ``nodes``, one listing a look."""
+    from ironic_multi.testing.chaos import observer as observer_mod
+
+    monkeypatch.setattr(observer_mod.ironic_nodes, 'admin_nodes',
+                        lambda server: mock.Mock(**{
+                            'list_nodes.side_effect': nodes}))
+    monkeypatch.setattr(observer_mod.workload_mod, 'server_dicts',
+                        lambda compute: servers)
+    cloud = mock.Mock(computes=['compute-1'])
+    cloud.layout.resource_classes.return_value = ['gold']
+    history = history_mod.History(seed=1)
+    return observer_mod.Observer(cloud, history), history
+
+
+def test_a_look_keeps_its_findings_when_a_later_read_fails(monkeypatch):
+    # Planted: an instance on two nodes at the second look, and placement
+    # (read at every other look) away at that look.
+    observer, history = _observer(monkeypatch, [], [], [
+        {'uuid': 'n1', 'instance_uuid': 's1', 'resource_class': 'gold'},
+        {'uuid': 'n2', 'instance_uuid': 's1', 'resource_class': 'gold'}])
+    monkeypatch.setattr(observer, 'placement_free', mock.Mock(
+        side_effect=RuntimeError('placement restarts')))
+    observer.look()
+    assert history.violations == []
+    with pytest.raises(RuntimeError):
+        observer.look()
+    assert [v['invariant'] for v in history.violations] == [
+        invariants.ONE_NODE_PER_INSTANCE]
+
+
+def test_failed_looks_fail_the_run(monkeypatch):
+    observer, history = _observer(monkeypatch, [])
+    monkeypatch.setattr(observer, 'look', mock.Mock(
+        side_effect=RuntimeError('Ironic restarts')))
+    observer.period = 0.01
+    with observer:
+        wait_until = time.monotonic() + 5
+        while observer.failed_looks < 3 and time.monotonic() < wait_until:
+            time.sleep(0.01)
+    assert observer.failed_looks >= 3 and observer.looks == 0
+    assert [v[0] for v in observer.watched()] == [invariants.WATCHED]
+
+
+@pytest.mark.parametrize('looks,failed,blind,bad', [
+    (100, 0, 2.0, []),
+    (85, 15, 2.0, []),
+    (84, 16, 2.0, ['16 of 100 looks failed (bound 15 %)']),
+    (0, 0, 0.0, ['0 of 0 looks failed (bound 15 %)']),
+    (100, 1, 45.0, []),
+    (100, 1, 45.1, ['no good look for 45.1 s (bound 45 s)']),
+])
+def test_the_watch_is_judged(looks, failed, blind, bad):
+    found = invariants.check_watched(looks, failed, blind)
+    assert found == [(invariants.WATCHED, detail) for detail in bad]

@@ -36,10 +36,11 @@ ONE_MANAGER = 'host mark equal to Nova\'s host'
 CAPACITY = 'placement\'s free counts equal Ironic\'s'
 TYPED_ERRORS = 'every error typed'
 BOUNDED = 'every operation ends within its bound'
+WATCHED = 'the cloud watched all along'
 
 INVARIANTS = (ONE_NODE_PER_INSTANCE, GIVEN_TWICE, ACTIVE_HOLDS_A_NODE,
               PROJECT, FOREIGN_UNTOUCHED, SETTLED, NO_LEAK, ONE_MANAGER,
-              CAPACITY, TYPED_ERRORS, BOUNDED)
+              CAPACITY, TYPED_ERRORS, BOUNDED, WATCHED)
 # What no excuse can lift: a server Nova stranded may excuse the
 # liveness findings about it (SETTLED, BOUNDED, ...), never one of these.
 SAFETY = (ONE_NODE_PER_INSTANCE, GIVEN_TWICE, PROJECT, FOREIGN_UNTOUCHED,
@@ -160,6 +161,29 @@ def check_foreign_writes(writes):
     return [(FOREIGN_UNTOUCHED, '%s %s sent (HTTP %d)' % (method, path,
                                                           status))
             for _wall, method, path, status in writes]
+
+
+def check_watched(looks, failed, longest_blind, most_failed=0.15,
+                  blind_bound=45.0):
+    """The observer's looks: few failed, and none for long.
+
+    A run whose looks mostly failed would pass the sampled invariants for
+    want of samples.
+
+    :param looks: looks that ended with their findings recorded.
+    :param failed: looks that failed.
+    :param longest_blind: the longest time, in seconds, without a good
+        look (from the observer's start to its end).
+    """
+    found = []
+    tried = looks + failed
+    if not tried or failed > most_failed * tried:
+        found.append((WATCHED, '%d of %d looks failed (bound %d %%)' % (
+            failed, tried, most_failed * 100)))
+    if longest_blind > blind_bound:
+        found.append((WATCHED, 'no good look for %.1f s (bound %g s)' % (
+            longest_blind, blind_bound)))
+    return found
 
 
 def check_settled(servers):

@@ -18,11 +18,15 @@ Every ``period`` seconds, in a thread of its own: Nova's servers, every
 Ironic node (straight from Ironic, not through the computes' fault
 proxy), Nova's servers again, checked by
 :func:`~.invariants.check_sample`; the other deployers' nodes every few
-looks; placement's free counts every other look.  A look that fails (a
-service restarting) is counted and skipped.
+looks; placement's free counts every other look.  A look records what
+it found before it reads anything more; a look that fails (a service
+restarting) is counted, and the run's verdict judges how many failed and
+how long the observer went without a good look
+(:func:`~.invariants.check_watched`).
 """
 
 import threading
+import time
 
 from oslo_log import log as logging
 
@@ -56,6 +60,9 @@ class Observer(object):
         self.period = period
         self.latest = None
         self.looks = self.failed_looks = 0
+        # The longest time without a good look, and when the last was.
+        self.longest_blind = 0.0
+        self._last_good = None
         self._last_nodes = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run,
@@ -74,16 +81,28 @@ class Observer(object):
         self._thread.join(timeout=60)
 
     def _run(self):
+        self._last_good = time.monotonic()
         while not self._stop.is_set():
             try:
                 self.look()
             except Exception as e:
                 self.failed_looks += 1
-                LOG.debug('A look at the cloud failed: %s', e)
+                LOG.warning('A look at the cloud failed (%d so far): %s',
+                            self.failed_looks, e)
                 # New clients after a failure: a restarted service may
                 # have closed their connections for good.
                 self._connection = None
             self._stop.wait(self.period)
+        self._blind_until(time.monotonic())
+
+    def _blind_until(self, now):
+        self.longest_blind = max(self.longest_blind, now - self._last_good)
+        self._last_good = now
+
+    def watched(self):
+        """Violations of :data:`~.invariants.WATCHED` so far."""
+        return invariants.check_watched(self.looks, self.failed_looks,
+                                        self.longest_blind)
 
     def look(self):
         """One sample; returns the violations it found."""
@@ -98,13 +117,19 @@ class Observer(object):
         foreign = self.foreigners.node_uuids if self.foreigners else ()
         found = invariants.check_sample(before, nodes, after,
                                         self._last_nodes, foreign)
+        # Recorded before anything more is read: a read that fails below
+        # must not lose them.
+        self.report(found)
         self.looks += 1
+        if self._last_good is not None:
+            self._blind_until(time.monotonic())
         if self.foreigners and self.looks % FOREIGN_EVERY == 0:
-            found += self.foreigners.check(self._ironic)
+            foreign_found = self.foreigners.check(self._ironic)
+            self.report(foreign_found)
+            found += foreign_found
         placement = None
         if self.looks % PLACEMENT_EVERY == 0:
             placement = self.placement_free()
-        self.report(found)
         counts = {}
         for server in after:
             counts[server['status']] = counts.get(server['status'], 0) + 1

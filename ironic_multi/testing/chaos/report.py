@@ -55,6 +55,11 @@ def print_report(result, console=None):
     console.print('Chaos run, seed %s: cloud started in %s s, %s MiB'
                   % (run['seed'], cloud.get('start_seconds'),
                      cloud.get('rss_mib')))
+    looks = getattr(result.history, 'looks', None)
+    if looks:
+        console.print('Looks at the cloud: %(good)d good, %(failed)d failed;'
+                      ' longest without a good look %(longest_blind)s s'
+                      % looks)
 
     table = rich_table.Table(title='Faults injected')
     for column in ('kind', 'count', 'seconds', 'phase caught', 'targets'):

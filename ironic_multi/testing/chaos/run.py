@@ -570,6 +570,11 @@ class ChaosRun(object):
                                        'never ended' % (
                                            op['kind'], op.get('server'),
                                            op.get('origin')))
+        self._record(self.observer.watched())
+        self.history.looks = {'good': self.observer.looks,
+                              'failed': self.observer.failed_looks,
+                              'longest_blind': round(
+                                  self.observer.longest_blind, 1)}
         self._forgive()
         untyped = [e for e in errors if logscan.classify(e) ==
                    logscan.UNTYPED]
@@ -584,7 +589,8 @@ class ChaosRun(object):
                           options=dataclasses.asdict(self.options),
                           cloud=getattr(self.history, 'cloud', None),
                           leadership=getattr(self.history, 'leadership',
-                                             []))
+                                             []),
+                          looks=getattr(self.history, 'looks', None))
         from ironic_multi.testing.chaos import timeline
         result.png = base + '.png'
         timeline.draw(result.png, self.history, passed=result.passed)
