@@ -27,8 +27,8 @@ import time
 
 from nova.tests.functional.api import client as api_client
 
-from ironic_multi._sandbox import checks
 from ironic_multi._sandbox import scenario as scenario_mod
+from ironic_multi.testing import checks
 from ironic_multi.testing.cloud import cloud as cloud_mod
 from ironic_multi.testing.cloud import nova as cloud_nova
 from ironic_multi.testing import ironic_nodes

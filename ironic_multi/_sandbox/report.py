@@ -21,7 +21,7 @@ import re
 from rich import box
 from rich import table as rich_table
 
-from ironic_multi._sandbox import checks
+from ironic_multi.testing import checks
 
 _UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                    r'[0-9a-f]{12}')

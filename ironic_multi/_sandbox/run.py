@@ -374,7 +374,7 @@ def _keep(console, scenario, services, output):
 
 def _chart(output, results, layout):
     from ironic_multi._sandbox import chart
-    from ironic_multi._sandbox import checks
+    from ironic_multi.testing import checks
 
     path = os.path.join(output, CHART)
     boots = {}

@@ -47,10 +47,10 @@ from oslo_utils import timeutils
 
 from ironic_multi._reservation import membership
 from ironic_multi._reservation import worker as worker_mod
-from ironic_multi._sandbox import checks
-from ironic_multi._sandbox import fleet
 from ironic_multi._sandbox import sampler as sampler_mod
+from ironic_multi.testing import checks
 from ironic_multi.testing import coordination
+from ironic_multi.testing import fleet
 from ironic_multi.testing import ironic_nodes
 from ironic_multi.testing import ironic_server
 from ironic_multi.testing import nova_services

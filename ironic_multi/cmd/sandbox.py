@@ -133,7 +133,7 @@ def main(argv=None):
     # The layout and the coordination URL are checked before anything
     # starts (and before Nova's services are imported, which takes
     # seconds).
-    from ironic_multi._sandbox import fleet
+    from ironic_multi.testing import fleet
     try:
         layout = fleet.make_layout(args.nodes, args.computes, args.servers,
                                    args.seed)

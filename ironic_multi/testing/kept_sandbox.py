@@ -30,11 +30,12 @@ import sys
 import time
 
 import fixtures
+from oslo_config import cfg
 from oslo_utils import uuidutils
 
-from ironic_multi._manage import sources
 from ironic_multi._reservation import providers
 from ironic_multi._reservation import requirements
+from ironic_multi import conf as im_conf
 
 # The sandbox's last line while it keeps its cloud up.
 READY = 'Ctrl-C (or SIGTERM) stops it.'
@@ -138,7 +139,9 @@ class KeptSandbox(fixtures.Fixture):
 
     def claim_free_node(self):
         """Claim a free node through the group's provider; its instance."""
-        conf = sources.load_conf([self.command[2]])
+        conf = cfg.ConfigOpts()
+        im_conf.register_opts(conf)
+        conf(['--config-file', self.command[2]], default_config_files=[])
         provider = providers.load_provider(conf)
         provider.start()
         try:

@@ -22,8 +22,8 @@ side, as its administrator.
 import collections
 import time
 
-from ironic_multi._sandbox import fleet
 from ironic_multi.testing.cloud import cloud as cloud_mod
+from ironic_multi.testing import fleet
 
 ADMIN = cloud_mod.ADMIN_CLOUD
 SYSTEM = cloud_mod.SYSTEM_CLOUD

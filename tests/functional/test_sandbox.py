@@ -37,7 +37,7 @@ import uuid
 
 import pytest
 
-from ironic_multi._sandbox import checks
+from ironic_multi.testing import checks
 from ironic_multi.testing import ironic_server
 from tests import interrupts
 

@@ -17,8 +17,8 @@
 
 import pytest
 
-from ironic_multi._sandbox import checks
-from ironic_multi._sandbox import fleet
+from ironic_multi.testing import checks
+from ironic_multi.testing import fleet
 
 
 def test_layout_fits_every_flavor():

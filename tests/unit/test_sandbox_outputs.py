@@ -22,10 +22,10 @@ from matplotlib import pyplot
 import pytest
 
 from ironic_multi._sandbox import chart
-from ironic_multi._sandbox import fleet
 from ironic_multi._sandbox import run
 from ironic_multi._sandbox import scenario as scenario_mod
 from ironic_multi.cmd import sandbox
+from ironic_multi.testing import fleet
 
 CLASSES = [('bronze', 'CUSTOM_BRONZE'), ('gold', 'CUSTOM_GOLD')]
 

@@ -65,9 +65,9 @@ import time
 
 from openstack import exceptions as openstack_exceptions
 
-from ironic_multi._sandbox import fleet
 from ironic_multi.testing.cloud import cloud as cloud_mod
 from ironic_multi.testing.cloud import nova as cloud_nova
+from ironic_multi.testing import fleet
 
 LOG = logging.getLogger(__name__)
 

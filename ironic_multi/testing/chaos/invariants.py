@@ -234,6 +234,6 @@ def check_host_marks(servers, nodes, group):
 
 
 def check_capacity(wrong):
-    """:func:`~ironic_multi._sandbox.checks.compare_capacity`'s findings."""
+    """:func:`~ironic_multi.testing.checks.compare_capacity`'s findings."""
     return [(CAPACITY, '%s %s: placement %s free, Ironic %s' % item)
             for item in wrong]

@@ -30,9 +30,9 @@ import time
 
 from oslo_log import log as logging
 
-from ironic_multi._sandbox import checks
 from ironic_multi.testing.chaos import invariants
 from ironic_multi.testing.chaos import workload as workload_mod
+from ironic_multi.testing import checks
 from ironic_multi.testing.cloud import cloud as cloud_mod
 from ironic_multi.testing import ironic_nodes
 

@@ -37,7 +37,6 @@ import time
 from oslo_log import log as logging
 
 from ironic_multi._reservation import membership
-from ironic_multi._sandbox import checks
 from ironic_multi.testing.chaos import faults as faults_mod
 from ironic_multi.testing.chaos import foreign
 from ironic_multi.testing.chaos import history as history_mod
@@ -46,6 +45,7 @@ from ironic_multi.testing.chaos import logscan
 from ironic_multi.testing.chaos import observer as observer_mod
 from ironic_multi.testing.chaos import schedule
 from ironic_multi.testing.chaos import workload as workload_mod
+from ironic_multi.testing import checks
 from ironic_multi.testing.cloud import cloud as cloud_mod
 
 LOG = logging.getLogger(__name__)

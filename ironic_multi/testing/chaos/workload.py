@@ -50,10 +50,10 @@ import time
 from keystoneauth1 import exceptions as ks_exceptions
 from oslo_log import log as logging
 
-from ironic_multi._sandbox import checks
 from ironic_multi.testing.chaos import invariants
 from ironic_multi.testing.chaos import logscan
 from ironic_multi.testing.chaos import schedule
+from ironic_multi.testing import checks
 from ironic_multi.testing.cloud import cloud as cloud_mod
 
 LOG = logging.getLogger(__name__)

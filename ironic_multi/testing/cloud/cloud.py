@@ -91,7 +91,7 @@ class Cloud(fixtures.Fixture):
     :param computes: nova-compute processes (hosts ``compute-1``...).
     :param nodes: Ironic nodes of the default fleet (ignored when
         ``layout`` is given).
-    :param layout: a :class:`ironic_multi._sandbox.fleet.Layout`.
+    :param layout: a :class:`ironic_multi.testing.fleet.Layout`.
     :param debug: ``debug = true`` in every service's configuration.
     :param db_kind: ``mysql`` (MariaDB; the default: Neutron's migrations
         support no other any more) or ``postgresql`` (for Keystone and

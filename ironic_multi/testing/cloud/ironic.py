@@ -16,7 +16,7 @@
 
 Ironic itself is :class:`~ironic_multi.testing.ironic_server.IronicServer`
 behind the cloud's Keystone; the fleet is a
-:class:`~ironic_multi._sandbox.fleet.Layout` (resource classes ``gold``,
+:class:`~ironic_multi.testing.fleet.Layout` (resource classes ``gold``,
 ``silver`` and ``bronze``, a trait on some nodes, a ``boot_mode``
 capability on all, some owned by another project, shard keys dealt round
 robin).
@@ -24,7 +24,7 @@ robin).
 
 import concurrent.futures
 
-from ironic_multi._sandbox import fleet
+from ironic_multi.testing import fleet
 
 # Ironic is CPU-bound: on 2 cores, 2 threads enrolled fastest.
 ENROLL_THREADS = 2
