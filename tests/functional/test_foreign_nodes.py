@@ -23,6 +23,7 @@ act on the group's own failed nodes (the controls below), so that the
 silence is not that of rules that never run.
 """
 
+import os
 import time
 import uuid
 
@@ -32,6 +33,8 @@ from ironic_multi._reservation import housekeeper as housekeeper_mod
 from ironic_multi._reservation.providers.ironic import deploy
 from ironic_multi._reservation.providers.ironic import provider as \
     ironic_provider
+from ironic_multi.testing.chaos import foreign
+from ironic_multi.testing.chaos import invariants
 from ironic_multi.testing import reservers
 from tests.functional.test_operations import _force_state
 
@@ -216,3 +219,34 @@ def test_cycling_the_quarantine_never_returns_a_node_in_error(ironic):
     assert kept['maintenance'] and kept['extra'][ironic_provider._MARKS][
         'quarantined_at']
     assert not ironic.get_node(available)['maintenance']
+
+
+def test_the_chaos_runs_other_deployers_survive_housekeeping(ironic):
+    """The chaos run's seed, every kind, through real passes; then a write.
+
+    The chaos run judges "nodes of other deployers untouched" on these
+    nodes: the housekeeper's rules must leave each alone, and the check
+    must see a write to one (planted here) for what it is.
+    """
+    provider = _provider(ironic, quarantine_after_failures=3)
+    foreigners = foreign.seed(ironic, resource_class='baremetal',
+                              shard=SHARD, group=provider.group,
+                              host='compute-1')
+    assert set(foreign.FAILED_KINDS) <= set(foreigners.nodes)
+    foreigners.remember(ironic)
+    log_dir = os.path.dirname(ironic.server.log_path)
+
+    reports = [_keeper(provider).run() for _ in range(2)]
+
+    assert [r.actions for r in reports] == [[], []]
+    assert foreigners.check(ironic, log_dir) == []
+    # Planted: a write behind the checker's back, which Ironic accepts.
+    planted = foreigners.nodes['available in an operator\'s maintenance']
+    ironic.request('PATCH', '/v1/nodes/%s' % planted, json=[
+        {'op': 'add', 'path': '/extra/touched', 'value': True}])
+    found = foreigners.check(ironic, log_dir)
+    assert {invariant for invariant, _ in found} == {
+        invariants.FOREIGN_UNTOUCHED}
+    assert any('PATCH /v1/nodes/%s' % planted in detail
+               for _, detail in found), found
+    assert any('extra' in detail for _, detail in found), found

@@ -19,7 +19,11 @@ API (metalsmith, Bifrost, another Nova), a node reserved by a second
 group of ironic-multi, allocations of another client (one active, one
 in error), and a node of another conductor group that even carries this
 group's mark (the group serves the default conductor group only: see
-``run.COMPUTE_OPTIONS``).  They sit in the fleet's resource classes and
+``run.COMPUTE_OPTIONS``).  And the nodes the failed-node rules must
+leave alone (:data:`FAILED_KINDS`): in a failed state, in an operator's
+maintenance, deployed without ``instance_uuid``, owned and leased, most
+of them carrying this group's old failure marks (pinned to a provision
+state they have left).  They sit in the fleet's resource classes and
 shards, where this group's pools and housekeeper look.
 """
 
@@ -33,6 +37,43 @@ from ironic_multi.testing.chaos import logscan
 
 OTHER_GROUP = 'another-ironic-multi'
 OTHER_CONDUCTOR_GROUP = 'elsewhere'
+# A provision_updated_at the nodes below have left long ago.
+_OLD_PIN = '2026-01-01T00:00:00+00:00'
+
+
+def _old_failures(group, count):
+    """This group's failure marks, pinned to a state the node has left."""
+    return {'ironic_multi': {'group': group, 'failures': count,
+                             'last_failure': 1767225600.0,
+                             'reason': 'deploy failed: long ago',
+                             'pin': _OLD_PIN}}
+
+
+def _failed_kinds(group):
+    """``{label: database columns}`` of the nodes no rule may touch."""
+    return {
+        'deploy failed under another deployer, our old failures': dict(
+            provision_state='deploy failed', instance_uuid=str(uuid.uuid4()),
+            extra=_old_failures(group, 1)),
+        'clean failed in an operator\'s maintenance, our old failures':
+            dict(provision_state='clean failed', maintenance=True,
+                 maintenance_reason='operator: fan replaced',
+                 extra=_old_failures(group, 2)),
+        'error (a tear down of theirs failed), our old failures': dict(
+            provision_state='error', extra=_old_failures(group, 2)),
+        'deployed without instance_uuid, our old failures at quarantine':
+            dict(provision_state='active', extra=_old_failures(group, 3)),
+        'available in an operator\'s maintenance': dict(
+            provision_state='available', maintenance=True,
+            maintenance_reason='operator: firmware update'),
+        'owned and leased, deployed by its lessee': dict(
+            provision_state='active', instance_uuid=str(uuid.uuid4()),
+            owner=uuid.uuid4().hex, lessee=uuid.uuid4().hex),
+    }
+
+
+#: The labels of the nodes :func:`seed` adds for the failed-node rules.
+FAILED_KINDS = tuple(_failed_kinds('g'))
 
 
 class Foreigners(object):
@@ -143,4 +184,8 @@ def seed(ironic, resource_class, shard, group, host):
         instance_info={deploy.HOST_KEY: host, ownership.KEY: {
             marked: ownership.mark(group)}})
     nodes['another conductor group'] = elsewhere
+    # Copies of the deployed node (its class, shard and conductor group),
+    # each in the state the label says.
+    for label, columns in sorted(_failed_kinds(group).items()):
+        (nodes[label],) = ironic.bulk_clone(deployed, 1, **columns)
     return Foreigners(nodes, (active, failed))
