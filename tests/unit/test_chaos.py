@@ -20,6 +20,7 @@ The run itself needs the multi-process cloud: tests/cloud/test_chaos.py.
 import collections
 import contextlib
 import itertools
+import pathlib
 import threading
 import time
 from unittest import mock
@@ -34,6 +35,7 @@ from ironic_multi.testing.chaos import logscan
 from ironic_multi.testing.chaos import report
 from ironic_multi.testing.chaos import schedule
 from ironic_multi.testing.chaos import timeline
+from ironic_multi.testing import checks
 
 SEEDS = range(60)
 MEMBERSHIP_TIMEOUT = 20
@@ -238,8 +240,8 @@ def test_a_write_sent_to_a_foreign_node_is_a_violation_refused_or_not(
 def test_settled_leaks_and_host_marks():
     servers = [_server('a'), _server('b', 'BUILD', 'spawning'),
                _server('c', 'ACTIVE', host='compute-2')]
-    assert [f[1] for f in invariants.check_settled(servers)] == [
-        'server n-b (b) is BUILD/spawning']
+    assert invariants.check_settled(servers) == [
+        (invariants.SETTLED, 'server n-b (b) is BUILD/spawning')]
     nodes = [_node('n1', 'a'), _node('n2', 'gone'), _node('f', 'theirs')]
     assert [f[0] for f in invariants.check_leaks(servers, nodes, {'f'})] == [
         invariants.NO_LEAK]
@@ -833,8 +835,8 @@ def test_an_operation_that_never_ended_is_a_violation(tmp_path):
     history.operation(schedule.BOOT, origin='probe')
     result = chaos._verdict([])
     assert not result.passed
-    assert [v['detail'] for v in history.violations] == [
-        'boot of None (probe): never ended']
+    assert [(v['invariant'], v['detail']) for v in history.violations] == [
+        (invariants.BOUNDED, 'boot of None (probe): never ended')]
 
 
 def test_a_closed_workload_waits_no_more(monkeypatch):
@@ -948,3 +950,46 @@ def test_failed_looks_fail_the_run(monkeypatch):
 def test_the_watch_is_judged(looks, failed, blind, bad):
     found = invariants.check_watched(looks, failed, blind)
     assert found == [(invariants.WATCHED, detail) for detail in bad]
+
+
+def test_placement_held_apart_from_ironic():
+    # Planted: one compute's provider says 3 gold nodes are free, Ironic 2.
+    truth = checks.ironic_truth([
+        {'uuid': 'n%d' % i, 'resource_class': 'gold',
+         'provision_state': 'available', 'power_state': 'power off'}
+        for i in range(2)])
+    view = {'total': 2, 'reserved': 0, 'used': 0, 'free': 2}
+    assert invariants.check_capacity(checks.compare_capacity(
+        truth, {'compute-1': {'CUSTOM_GOLD': view}})) == []
+    found = invariants.check_capacity(checks.compare_capacity(
+        truth, {'compute-1': {'CUSTOM_GOLD': dict(view, free=3)},
+                'compute-2': {'CUSTOM_GOLD': view}}))
+    assert found == [(invariants.CAPACITY,
+                      'compute-1 CUSTOM_GOLD: placement 3 free, Ironic 2')]
+
+
+def test_an_untyped_error_in_a_log_fails_the_run(tmp_path, log_dir):
+    chaos = _stranding_run(tmp_path, {})
+    result = chaos._verdict(logscan.errors(str(log_dir)))
+    assert not result.passed
+    assert [(v['invariant'], v['detail'].split(':')[0])
+            for v in result.violations] == [
+        (invariants.TYPED_ERRORS, 'nova-compute-compute-1')]
+    assert [r.exception for r in result.untyped] == ['KeyError']
+
+
+def test_every_invariant_names_the_tests_that_prove_it_can_fail():
+    # Each named test must exist and plant that invariant's violation.
+    root = pathlib.Path(__file__).parents[2]
+    assert sorted(invariants.PROVEN_BY) == sorted(invariants.INVARIANTS)
+    for invariant, tests in invariants.PROVEN_BY.items():
+        assert tests, invariant
+        for test in tests:
+            path, name = test.split('::')
+            source = (root / path).read_text()
+            assert 'def %s(' % name in source, test
+            body = source.split('def %s(' % name)[1].split('\ndef ')[0]
+            constant = [k for k, v in vars(invariants).items()
+                        if v == invariant and k.isupper()][0]
+            assert ('invariants.%s' % constant in body
+                    or invariant in body), (test, invariant)

@@ -41,6 +41,34 @@ WATCHED = 'the cloud watched all along'
 INVARIANTS = (ONE_NODE_PER_INSTANCE, GIVEN_TWICE, ACTIVE_HOLDS_A_NODE,
               PROJECT, FOREIGN_UNTOUCHED, SETTLED, NO_LEAK, ONE_MANAGER,
               CAPACITY, TYPED_ERRORS, BOUNDED, WATCHED)
+# The tests that plant each invariant's violation and see it reported: a
+# check is only as good as the defects it has been shown to catch.  The
+# chaos report lists them; tests/unit/test_chaos.py checks that each
+# exists and names its invariant.
+_UNIT = 'tests/unit/test_chaos.py::'
+PROVEN_BY = {
+    ONE_NODE_PER_INSTANCE: (_UNIT + 'test_an_instance_on_two_nodes',
+                            _UNIT + 'test_no_safety_violation_is_forgiven'),
+    GIVEN_TWICE: (
+        _UNIT + 'test_a_node_that_went_to_another_instance_is_given_twice',
+        _UNIT + 'test_no_safety_violation_is_forgiven'),
+    ACTIVE_HOLDS_A_NODE: (_UNIT + 'test_an_active_server_without_a_node',),
+    PROJECT: (_UNIT + 'test_a_node_of_another_project',),
+    FOREIGN_UNTOUCHED: (
+        _UNIT + 'test_foreign_nodes_and_allocations_kept',
+        _UNIT + 'test_a_write_sent_to_a_foreign_node_is_a_violation_'
+                'refused_or_not',
+        'tests/functional/test_foreign_nodes.py::'
+        'test_the_chaos_runs_other_deployers_survive_housekeeping'),
+    SETTLED: (_UNIT + 'test_settled_leaks_and_host_marks',),
+    NO_LEAK: (_UNIT + 'test_settled_leaks_and_host_marks',),
+    ONE_MANAGER: (_UNIT + 'test_settled_leaks_and_host_marks',),
+    CAPACITY: (_UNIT + 'test_placement_held_apart_from_ironic',),
+    TYPED_ERRORS: (_UNIT + 'test_an_untyped_error_in_a_log_fails_the_run',),
+    BOUNDED: (_UNIT + 'test_an_operation_that_never_ended_is_a_violation',),
+    WATCHED: (_UNIT + 'test_failed_looks_fail_the_run',
+              _UNIT + 'test_the_watch_is_judged'),
+}
 # What no excuse can lift: a server Nova stranded may excuse the
 # liveness findings about it (SETTLED, BOUNDED, ...), never one of these.
 SAFETY = (ONE_NODE_PER_INSTANCE, GIVEN_TWICE, PROJECT, FOREIGN_UNTOUCHED,

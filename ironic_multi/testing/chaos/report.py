@@ -110,8 +110,10 @@ def print_report(result, console=None):
     table = rich_table.Table(title='Invariants')
     table.add_column('invariant')
     table.add_column('violations', justify='right')
+    table.add_column('proven to catch one by')
     for name in invariants.INVARIANTS:
-        table.add_row(name, str(found.get(name, 0)))
+        table.add_row(name, str(found.get(name, 0)), '\n'.join(
+            test.rsplit('/', 1)[-1] for test in invariants.PROVEN_BY[name]))
     console.print(table)
     for violation in run['violations'][:MAX_VIOLATIONS]:
         console.print('[red]violation[/red] at %.1f s, %s: %s' % (
