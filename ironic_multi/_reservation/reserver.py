@@ -155,6 +155,8 @@ class Reserver(object):
             self._worker = worker_mod.Worker('ironic-multi-%s' % self.host)
             self._worker.add('refresh', self.refresh,
                              self._opts.pool_refresh_interval)
+            self._worker.add('ring watch', self.watch_ring,
+                             self._opts.ring_poll_interval)
             self._worker.add('health poll', self.health.poll,
                              self._opts.health_poll_interval)
             self._worker.add('housekeeping', self._periodic_housekeeping,
@@ -222,6 +224,28 @@ class Reserver(object):
         request: the virt driver computes its inventory there.
         """
         self._listeners.append(listener)
+
+    def watch_ring(self):
+        """Refresh at once when a host joined or left the ring.
+
+        One read of the group's members per ``ring_poll_interval``: a
+        service that stops leaves the group within a second, and its shard
+        keys should move then, not at the next pool refresh.
+
+        :returns: whether the hosts had changed.
+        """
+        try:
+            hosts = self.ring.live_hosts()
+        except exception.CoordinationUnavailable as e:
+            LOG.debug('Ring watch: %s', e)
+            return False
+        if hosts == self.ring.hosts:
+            return False
+        LOG.info('Ring hosts changed (%(before)d to %(after)d): refreshing '
+                 'now', {'before': len(self.ring.hosts),
+                         'after': len(hosts)})
+        self.refresh()
+        return True
 
     def refresh(self):
         """Re-read the ring, refresh the cache, publish capacity.

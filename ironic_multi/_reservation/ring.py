@@ -71,9 +71,7 @@ class ShardRing:
         """
         if shard_keys is not None:
             self._keys = frozenset(filter(self.in_scope, shard_keys))
-        hosts = frozenset(membership_mod.host_of(m)
-                          for m in self._membership.members()
-                          if not membership_mod.is_operator(m))
+        hosts = self.live_hosts()
         if hosts != self.hosts:
             if self._ring is not None:
                 LOG.info('Shard ring hosts changed: joined %(joined)s, '
@@ -98,6 +96,15 @@ class ShardRing:
                        'total': len(self._keys), 'hosts': len(hosts)})
         self._owned = owned
         return owned
+
+    def live_hosts(self):
+        """The hosts of the live members, read from the backend now.
+
+        :raises CoordinationUnavailable: the backend did not answer.
+        """
+        return frozenset(membership_mod.host_of(m)
+                         for m in self._membership.members()
+                         if not membership_mod.is_operator(m))
 
     def in_scope(self, shard_key):
         """Whether the ring may hold ``shard_key``."""

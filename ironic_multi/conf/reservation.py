@@ -64,6 +64,17 @@ OPTS = [
         min=1,
         help='Seconds between incremental refreshes of the ready pool '
              '(nodes changed since the last refresh).'),
+    cfg.FloatOpt(
+        'ring_poll_interval',
+        default=1.0,
+        min=0.2,
+        max=60,
+        help='Seconds between two reads of the coordination group\'s '
+             'members.  When a host joined or left, the shard ring and the '
+             'pool are refreshed at once, instead of at the next '
+             'pool_refresh_interval: the keys of a service that stops move '
+             'to the others within about this long.  Each service makes '
+             'one small read per interval.'),
     cfg.IntOpt(
         'pool_full_refresh_interval',
         default=600,

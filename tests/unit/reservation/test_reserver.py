@@ -196,6 +196,32 @@ class TestCapacity:
         assert a.capacity.published().keys() == {a.membership.member_id}
 
 
+class TestRingWatch:
+
+    def test_a_host_that_leaves_moves_its_keys_at_once(self, cluster):
+        a, b = cluster['a'], cluster['b']
+        with mock.patch.object(a.provider, 'refresh',
+                               wraps=a.provider.refresh) as refreshed:
+            # Nothing changed: one read of the members, no refresh.
+            assert a.watch_ring() is False
+            refreshed.assert_not_called()
+            b.stop()
+            assert a.watch_ring() is True
+            refreshed.assert_called_once()
+        assert a.owned_shards() == set(SHARDS)
+        assert a.watch_ring() is False
+
+    def test_the_backend_away_keeps_the_ring(self, cluster):
+        a = cluster['a']
+        owned = a.owned_shards()
+        with mock.patch.object(
+                a.membership, 'members',
+                side_effect=exception.CoordinationUnavailable(
+                    url='file://', reason='down')):
+            assert a.watch_ring() is False
+        assert a.owned_shards() == owned
+
+
 class _Membership(object):
     """Only what a CapacityBoard uses: others' payloads set by hand."""
 
