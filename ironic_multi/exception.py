@@ -229,6 +229,13 @@ class DeployFailed(NodeActionFailed):
     msg_fmt = 'Deploy of node %(node)s failed: %(reason)s'
 
 
+class InvalidImage(DeployFailed):
+    """Ironic refused the image: the same would happen on any node."""
+
+    msg_fmt = ('Deploy of node %(node)s failed: Ironic refused the image: '
+               '%(reason)s')
+
+
 class TeardownFailed(NodeActionFailed):
     """The node may still hold the instance: it must not be released."""
 

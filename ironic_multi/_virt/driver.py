@@ -301,6 +301,11 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         deployment = metadata.deployment_for(
             instance, image_meta, reqs, self._host, network_info,
             admin_password, injected_files)
+        if instance.flavor.ephemeral_gb:
+            # The metadata service names it (ephemeral0), so that
+            # cloud-init mounts the ephemeral partition; as in-tree.
+            instance.default_ephemeral_device = '/dev/sda1'
+            instance.save()
         try:
             self._reserver.deploy(reservation, deployment,
                                   should_stop=lambda: _check_alive(instance))
@@ -308,8 +313,9 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             # The node may still hold the instance: keep it associated
             # (deleting the instance tears it down) and do not reschedule.
             raise errors.build_abort(instance.uuid)(str(e))
-        except exception.NotSupported as e:
-            # Every host has the same provider: rescheduling cannot help.
+        except (exception.NotSupported, exception.InvalidImage) as e:
+            # Every host has the same provider, and Ironic would refuse the
+            # image anywhere: rescheduling cannot help.
             self._release(instance)
             raise errors.build_abort(instance.uuid)(str(e))
         except (nova_exception.InstanceNotFound,

@@ -17,6 +17,7 @@ requirements, and the deployment (image, deploy parameters, VIFs, config
 drive)."""
 
 import nova.conf
+from nova.network import model as network_model
 from nova.virt import configdrive
 from oslo_serialization import jsonutils
 
@@ -69,6 +70,11 @@ def deployment_for(instance, image_meta, reqs, host, network_info=None,
     ``instance_info``.
     """
     flavor = instance.flavor
+    # Whose server it is and its addresses, as Nova's in-tree driver
+    # writes them (get_instance_driver_metadata's values): ``baremetal
+    # node show`` is where operators look.
+    system_metadata = instance.system_metadata or {}
+    networks = network_model.NetworkInfo.hydrate(network_info or [])
     info = {
         'root_gb': str(flavor.root_gb),
         'swap_mb': str(flavor.swap),
@@ -77,7 +83,12 @@ def deployment_for(instance, image_meta, reqs, host, network_info=None,
         'flavor_name': flavor.name,
         'display_name': instance.display_name,
         'project_id': instance.project_id,
+        'project_name': str(system_metadata.get('owner_project_name',
+                                                'N/A')),
         'user_id': instance.user_id,
+        'user_name': str(system_metadata.get('owner_user_name', 'N/A')),
+        'fixed_ips': str(networks.fixed_ips()),
+        'floating_ips': str(networks.floating_ips()),
     }
     if flavor.ephemeral_gb:
         info['ephemeral_gb'] = str(flavor.ephemeral_gb)

@@ -23,6 +23,8 @@ import time
 
 from nova.compute import power_state
 from nova import context
+from nova import objects
+from nova.virt import driver
 
 from tests.functional import nova_base
 
@@ -42,6 +44,34 @@ class BootDeleteTest(nova_base.IronicMultiTestBase):
         node = self.delete_and_check(server)
         self.assertEqual('available', node['provision_state'])
         self.assertEqual({}, self.associated_nodes())
+
+    def test_instance_info_says_whose_server_it_is(self):
+        # What Nova's in-tree driver writes (its patcher), from the
+        # instance as Nova's API stored it.
+        server = self.boot()
+        node = self.ironic.get_node(self.node_of(server['id'])['uuid'],
+                                    fields=['instance_info', 'properties'])
+        info = node['instance_info']
+        ctxt = context.get_admin_context()
+        instance = objects.Instance.get_by_uuid(
+            ctxt, server['id'], expected_attrs=['system_metadata', 'flavor'])
+        expected = driver.ComputeDriver.get_instance_driver_metadata(
+            instance, instance.get_network_info())
+        self.assertEqual(
+            {'project_id': instance.project_id,
+             'project_name': str(expected.owner.projectname),
+             'user_id': instance.user_id,
+             'user_name': str(expected.owner.username),
+             'fixed_ips': str(expected.network_info.fixed_ips()),
+             'floating_ips': str(expected.network_info.floating_ips()),
+             'local_gb': str(node['properties'].get('local_gb', 0)),
+             'flavor_name': instance.flavor.name,
+             'display_name': server['name']},
+            {key: info.get(key) for key in (
+                'project_id', 'project_name', 'user_id', 'user_name',
+                'fixed_ips', 'floating_ips', 'local_gb', 'flavor_name',
+                'display_name')})
+        self.delete_and_check(server)
 
 
 class ServerActionsTest(nova_base.IronicMultiTestBase):

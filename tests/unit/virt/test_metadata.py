@@ -17,6 +17,7 @@ import gzip
 import json
 from unittest import mock
 
+from nova.network import model as network_model
 import pytest
 
 from ironic_multi import _configdrive
@@ -78,9 +79,40 @@ def test_deployment_for():
         'flavor_name': 'baremetal',
         'display_name': 'server-1',
         'project_id': 'project',
+        'project_name': 'N/A',
         'user_id': 'user',
+        'user_name': 'N/A',
+        'fixed_ips': '[]',
+        'floating_ips': '[]',
         'capabilities': json.dumps({'boot_mode': 'uefi'}),
     }
+
+
+def test_deployment_names_the_owner_and_the_addresses_as_in_tree():
+    inst = fakes.instance(system_metadata={
+        'owner_project_name': 'demo', 'owner_user_name': 'alice'})
+    address = network_model.FixedIP(address='10.0.0.5', floating_ips=[
+        network_model.IP(address='203.0.113.9', type='floating')])
+    vif = network_model.VIF(id='vif-1', network=network_model.Network(
+        subnets=[network_model.Subnet(cidr='10.0.0.0/24', ips=[address])]))
+    network_info = network_model.NetworkInfo([vif])
+    info = deployment(inst, network_info=network_info).instance_info
+    assert (info['project_name'], info['user_name']) == ('demo', 'alice')
+    # The same text Nova's in-tree driver writes (its patcher).
+    assert info['fixed_ips'] == str(network_info.fixed_ips())
+    assert info['floating_ips'] == str(network_info.floating_ips())
+    assert '10.0.0.5' in info['fixed_ips']
+    assert '203.0.113.9' in info['floating_ips']
+
+
+def test_the_nodes_local_gb_goes_with_the_deploy():
+    node = {'properties': {'local_gb': 930, 'cpus': 8}}
+    values = patch_values(deploy.instance_info_patch(
+        deployment(fakes.instance()), node=node))
+    assert values['/instance_info/local_gb'] == '930'
+    assert patch_values(deploy.instance_info_patch(
+        deployment(fakes.instance()), node={'properties': {}}))[
+            '/instance_info/local_gb'] == '0'
 
 
 def test_deployment_as_the_ironic_provider_writes_it():
@@ -98,7 +130,11 @@ def test_deployment_as_the_ironic_provider_writes_it():
         '/instance_info/flavor_name': 'baremetal',
         '/instance_info/display_name': 'server-1',
         '/instance_info/project_id': 'project',
+        '/instance_info/project_name': 'N/A',
         '/instance_info/user_id': 'user',
+        '/instance_info/user_name': 'N/A',
+        '/instance_info/fixed_ips': '[]',
+        '/instance_info/floating_ips': '[]',
         '/instance_info/nova_host_id': fakes.HOST,
         '/instance_info/capabilities': json.dumps({'boot_mode': 'uefi'}),
     }

@@ -211,6 +211,27 @@ def test_spawn_keeps_the_node_when_it_cannot_be_taken_back(drv, reserver):
     assert fakes.INSTANCE in reserver.held
 
 
+def test_spawn_of_an_image_ironic_refuses_aborts(drv, reserver):
+    # As Nova's in-tree driver: no other host could deploy it either.
+    reserver.errors['deploy'] = exception.InvalidImage(
+        node=fakes.NODE, reason='ironic.common.exception.InvalidImage: '
+                                'The requested image is not valid for use.')
+    with pytest.raises(nova_exception.BuildAbortException) as e:
+        spawn(drv)
+    assert 'refused the image' in str(e.value)
+    assert reserver.names() == ['claim', 'deploy', 'release']
+    assert reserver.held == {}
+
+
+def test_spawn_with_an_ephemeral_disk_names_its_device(drv, reserver):
+    inst = fakes.instance(flavor=fakes.flavor(ephemeral_gb=10))
+    spawn(drv, inst)
+    assert inst.default_ephemeral_device == '/dev/sda1'
+    inst = fakes.instance()
+    spawn(drv, inst)
+    assert 'default_ephemeral_device' not in inst
+
+
 def test_spawn_on_a_provider_that_cannot_deploy_aborts(drv, reserver):
     reserver.errors['deploy'] = exception.NotSupported(
         provider='fake', feature=base.Feature.CONFIGDRIVE)

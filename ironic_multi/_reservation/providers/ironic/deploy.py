@@ -57,18 +57,23 @@ NODE_FIELDS = ('uuid', 'instance_uuid', 'power_state', 'target_power_state',
                'provision_state', 'target_provision_state',
                'provision_updated_at', 'maintenance', 'last_error',
                'resource_class')
-# What says whether a node still holds an instance, and under which mark.
-HOLDER_FIELDS = ('uuid', 'instance_uuid', 'instance_info')
+# What says whether a node still holds an instance, and under which mark;
+# and its properties, for the local_gb the instance_info write carries.
+HOLDER_FIELDS = ('uuid', 'instance_uuid', 'instance_info', 'properties')
 
 
-def instance_info_patch(deployment, guard=None):
+def instance_info_patch(deployment, guard=None, node=None):
     """JSON patch writing what Ironic's deploy reads in ``instance_info``.
 
     :param guard: an :func:`.ownership.guard` operation to start with.
+    :param node: the node as read just before, with its ``properties``:
+        its ``local_gb`` goes in too, as Nova's in-tree driver writes it.
     """
     info = dict(deployment.instance_info,
                 image_source=deployment.image_source)
     info[HOST_KEY] = deployment.host
+    if node is not None and 'properties' in node:
+        info['local_gb'] = str((node['properties'] or {}).get('local_gb', 0))
     return [guard] * bool(guard) + [
         {'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
         for key, value in sorted(info.items())]
@@ -194,10 +199,11 @@ class Deployer(object):
             # Guarded by the holder: never another instance's marks.
             patch = (ownership.mark_patch(
                 current, mark or ownership.mark(self._group))
-                + instance_info_patch(deployment))
+                + instance_info_patch(deployment, node=current))
         else:
             patch = instance_info_patch(
-                deployment, ownership.guard(instance_uuid, found['group']))
+                deployment, ownership.guard(instance_uuid, found['group']),
+                node=current)
         try:
             written = self._api.patch_node(node, patch)
         except exception.IronicAPIError as e:
@@ -214,7 +220,15 @@ class Deployer(object):
         body = None
         if deployment.configdrive is not None:
             body = {'configdrive': deployment.configdrive()}
-        self._api.set_provision_state(node, target, body=body)
+        try:
+            self._api.set_provision_state(node, target, body=body)
+        except exception.IronicAPIError as e:
+            # Ironic's conductor checks the image when asked to deploy;
+            # Nova's in-tree driver aborts the build on this (no other
+            # host could use the image either), and so does Nova here.
+            if 'InvalidImage' in str(e):
+                raise exception.InvalidImage(node=node, reason=e) from e
+            raise
 
     def _wait_for_active(self, node, instance_uuid, should_stop=None):
         def read():

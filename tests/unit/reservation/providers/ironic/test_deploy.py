@@ -319,6 +319,23 @@ def test_validation_failure_undoes_and_fails(provider, api, clock):
         {'op': 'replace', 'path': '/instance_info', 'value': {}}])
 
 
+def test_an_image_ironic_refuses_is_told_apart(provider, api, clock):
+    # Ironic's conductor refuses the image when asked to deploy: the
+    # driver aborts the build instead of rescheduling, as in-tree.
+    api.set_provision_state.side_effect = api_error(
+        400, 'ironic.common.exception.InvalidImage: The requested image is '
+             'not valid for use.')
+    api.get_node.return_value = node('available')
+    api.list_vifs.return_value = []
+    with pytest.raises(exception.InvalidImage) as e:
+        provider.deploy(reservation(), deployment())
+    assert 'not valid for use' in str(e.value)
+    # Taken back like any failed deploy; the claim stays with the caller.
+    assert provision_calls(api) == ['active']
+    api.patch_node.assert_called_with(NODE, [
+        {'op': 'replace', 'path': '/instance_info', 'value': {}}])
+
+
 def test_deploy_failure_unprovisions_and_fails(provider, api, clock):
     answers(api,
             node('deploy failed', last_error='boom'),   # the deploy wait
