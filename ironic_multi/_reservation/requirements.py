@@ -35,9 +35,11 @@ The flavor's ``memory_mb``, ``vcpus`` and disk
     ``local_gb``, each only while its standard resource is counted, as in
     placement (disk is root + ephemeral + swap rounded up to GiB).
 
-Other namespaces (``hw:``, ``quota:``, ...) are ignored. Request groups
-(``resources1:``, ``trait_x:``) are refused: one node is one provider, and
-ignoring a group would ignore its traits.
+Other namespaces (``hw:``, ``quota:``, ...) are ignored.  Granular
+request groups (``resources1:``, ``trait1:``, ``trait_x:``) count as if
+they were unnumbered, as Nova's in-tree driver counts their traits: one
+node is one provider, so every group's resources and traits are that
+node's.
 """
 
 import dataclasses
@@ -53,7 +55,9 @@ FORBIDDEN = 'forbidden'
 # Placement's rule for resource class and trait names.
 _NAME = re.compile(r'^(?!CUSTOM_$)[A-Z0-9_]{1,255}$')
 _AMOUNT = re.compile(r'^[0-9]+$')
-_GROUP = re.compile(r'^(resources|trait)[a-zA-Z0-9_-]{1,64}:')
+# A key of the flavor's ``resources`` or ``trait`` namespace, unnumbered or
+# of a granular request group (Nova's suffix rule).
+_SPEC = re.compile(r'^(resources|trait)(?:[a-zA-Z0-9_-]{1,64})?:(.*)$')
 
 # Standard resource class -> the node property it is compared with.
 _STANDARD = {'DISK_GB': 'local_gb', 'MEMORY_MB': 'memory_mb',
@@ -93,9 +97,19 @@ def _items(specs, prefix):
             for key in sorted(specs) if key.startswith(prefix)]
 
 
+def _grouped_items(specs, namespace):
+    """As :func:`_items`, with the granular groups' keys of ``namespace``."""
+    found = []
+    for key in sorted(specs):
+        match = _SPEC.match(key)
+        if match is not None and match.group(1) == namespace:
+            found.append((key, match.group(2), specs[key]))
+    return found
+
+
 def _resources(specs):
     resource_class, amounts = None, {}
-    for key, name, value in _items(specs, 'resources:'):
+    for key, name, value in _grouped_items(specs, 'resources'):
         amount = _integer(key, value)
         _check_name(key, value, name, 'resource class')
         if name.startswith(CUSTOM):
@@ -110,7 +124,8 @@ def _resources(specs):
                                % resource_class)
             resource_class = name
         elif name in _STANDARD:
-            amounts[name] = amount
+            # The groups of one node add up.
+            amounts[name] = amounts.get(name, 0) + amount
         elif amount:
             raise _invalid(key, value, 'bare metal nodes provide only '
                            'their custom resource class and %s'
@@ -136,7 +151,7 @@ def _minimums(flavor, amounts):
 
 def _traits(specs, image_properties):
     wanted = {REQUIRED: set(), FORBIDDEN: set()}
-    for key, name, value in _items(specs, 'trait:'):
+    for key, name, value in _grouped_items(specs, 'trait'):
         if value not in wanted:
             raise _invalid(key, value, 'must be "required" or "forbidden"')
         _check_name(key, value, name, 'trait')
@@ -213,10 +228,6 @@ class Requirements:
         :raises: InvalidRequestSpec naming the offending key and value.
         """
         specs = flavor.get('extra_specs') or {}
-        for key in sorted(specs):
-            if _GROUP.match(key):
-                raise _invalid(key, specs[key], 'request groups are not '
-                               'supported for bare metal')
         resource_class, amounts = _resources(specs)
         required, forbidden = _traits(specs, image_properties or {})
         scoped, legacy = _capabilities(specs)

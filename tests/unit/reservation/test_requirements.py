@@ -110,11 +110,22 @@ class TestResourceClass:
         ('resources:CUSTOM_', '1'),
         ('resources:CUSTOM_A-B', '1'),
         ('resources:VGPU', '1'),
-        ('resources1:CUSTOM_X', '1'),
+        ('resources1:CUSTOM_X', '2'),
         ('resources_gpu:VGPU', '1'),
     ])
     def test_malformed(self, key, value):
         assert_invalid(key, value, {key: value})
+
+    def test_granular_groups_are_one_node(self):
+        # One node is one provider: every group's resources are its own.
+        result = parse(dict(ZEROED, **{'resources1:CUSTOM_X': '1',
+                                       'resources_a:VCPU': '2',
+                                       'resources2:VCPU': '1'}))
+        assert result.resource_class == 'CUSTOM_X'
+        assert result.minimums == (('cpus', 3),)
+        error = assert_invalid('resources2:CUSTOM_Y', '1', {
+            'resources1:CUSTOM_X': '1', 'resources2:CUSTOM_Y': '1'})
+        assert 'CUSTOM_X' in error.message
 
     def test_two_custom_classes(self):
         error = assert_invalid('resources:CUSTOM_B', '1',
@@ -192,10 +203,23 @@ class TestTraits:
         ('trait:custom_a', 'required'),
         ('trait:CUSTOM_', 'required'),
         ('trait:CUSTOM_A-B', 'forbidden'),
-        ('trait1:CUSTOM_A', 'required'),
+        ('trait1:CUSTOM_A', 'maybe'),
+        ('trait1:custom_a', 'required'),
     ])
     def test_malformed(self, key, value):
         assert_invalid(key, value, {key: value})
+
+    def test_granular_groups_count_as_unnumbered(self):
+        # As Nova's in-tree driver: the group suffix does not matter to
+        # one node.
+        result = parse({'resources:CUSTOM_X': '1',
+                        'trait1:CUSTOM_A': 'required',
+                        'trait_gpu:CUSTOM_B': 'required',
+                        'trait2:CUSTOM_C': 'forbidden'})
+        assert result.required_traits == {'CUSTOM_A', 'CUSTOM_B'}
+        assert result.forbidden_traits == {'CUSTOM_C'}
+        assert_invalid('trait:CUSTOM_A', 'forbidden', {
+            'trait1:CUSTOM_A': 'required', 'trait:CUSTOM_A': 'forbidden'})
 
     @pytest.mark.parametrize('image_traits', [
         'CUSTOM_A', ['CUSTOM_A', 3], ['bad name'],
