@@ -107,8 +107,9 @@ def deployment_for(instance, image_meta, reqs, host, network_info=None,
         info['traits'] = sorted(reqs.required_traits)
     configdrive = None
     if configdrive_required(instance):
-        configdrive = (lambda: build_configdrive(
-            instance, network_info, admin_password, injected_files))
+        configdrive = (lambda node_network=None: build_configdrive(
+            instance, network_info, admin_password, injected_files,
+            node_network))
     return base.Deployment(
         instance_uuid=instance.uuid, host=host, image_source=image_meta.id,
         instance_info=info, vifs=vif_ids(network_info),
@@ -125,7 +126,7 @@ def configdrive_required(instance):
 
 
 def build_configdrive(instance, network_info, admin_password=None,
-                      injected_files=None):
+                      injected_files=None, node_network=None):
     """The config drive, gzipped and base64-encoded as Ironic takes it."""
     return configdrive_image.build(instance, network_info, admin_password,
-                                   injected_files)
+                                   injected_files, node_network)

@@ -14,8 +14,16 @@
 
 """The provider contract against a real Ironic, in both claim modes."""
 
+import base64
+import dataclasses
+import gzip
+import time
+import uuid
+
+from nova.network import model as network_model
 import pytest
 
+from ironic_multi import _configdrive
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import provider
 from ironic_multi.testing import provider_contract
@@ -75,3 +83,69 @@ def harness(request, ironic):
 
 class TestIronicProviderContract(provider_contract.ProviderContract):
     """The shared provider contract, against a real Ironic."""
+
+
+def test_the_config_drive_gets_the_nodes_ports_and_bonds(ironic):
+    """network_data.json from the real Ironic's ports and port groups.
+
+    As Nova's in-tree driver builds it: a VIF on a port group is a bond of
+    the group's ports with its mode and options, one on a port is that
+    port's MAC.  Fake hardware's ``noop`` network interface attaches VIFs
+    to no port: the ports name their VIFs in ``extra`` here, the way
+    Ironic reads them too.
+    """
+    (node,) = ironic.enroll_nodes(1, name_prefix='bonded')
+    group = ironic.request('POST', '/v1/portgroups', expect=(201,), json={
+        'node_uuid': node, 'address': '52:54:00:12:34:0a',
+        'mode': '802.3ad', 'properties': {'miimon': '100'},
+        'extra': {'vif_port_id': 'vif-bond'}}).json()['uuid']
+    members = [ironic.request('POST', '/v1/ports', expect=(201,), json={
+        'node_uuid': node, 'address': '52:54:00:12:34:0%d' % i,
+        'portgroup_uuid': group}).json()['uuid'] for i in (1, 2)]
+    ironic.request('POST', '/v1/ports', expect=(201,), json={
+        'node_uuid': node, 'address': '52:54:00:12:34:03',
+        'extra': {'vif_port_id': 'vif-nic'}})
+    ironic_provider = provider.IronicProvider(reservers.make_conf(
+        ironic.server.endpoint, state_poll_interval=0.1))
+    ironic_provider.start()
+    instance = str(uuid.uuid4())
+    reservation = ironic_provider.claim(
+        [{'uuid': node, 'resource_class': 'baremetal'}], instance,
+        provider_contract.request('baremetal'), time.monotonic() + 60)
+    seen = []
+
+    def configdrive(node_network):
+        seen.append(node_network)
+        return base64.b64encode(gzip.compress(b'drive')).decode()
+
+    ironic_provider.deploy(reservation, dataclasses.replace(
+        provider_contract.deployment(instance, 'compute-1'),
+        configdrive=configdrive))
+
+    (node_network,) = seen
+    found = _configdrive.network_metadata(network_model.NetworkInfo([
+        _vif('vif-bond'), _vif('vif-nic')]), node_network)
+    (bond,) = [link for link in found['links']
+               if link.get('vif_id') == 'vif-bond']
+    assert (bond['type'], bond['bond_mode'], bond['bond_miimon'],
+            bond['ethernet_mac_address']) == (
+        'bond', '802.3ad', '100', '52:54:00:12:34:0a')
+    assert sorted(bond['bond_links']) == sorted(members)
+    macs = {link['id']: link['ethernet_mac_address']
+            for link in found['links'] if link['id'] in members}
+    assert sorted(macs.values()) == ['52:54:00:12:34:01',
+                                     '52:54:00:12:34:02']
+    (nic,) = [link for link in found['links']
+              if link.get('vif_id') == 'vif-nic']
+    assert nic['ethernet_mac_address'] == '52:54:00:12:34:03'
+    ironic_provider.teardown(ironic_provider.lookup(instance))
+    ironic_provider.release(instance)
+
+
+def _vif(vif_id):
+    return network_model.VIF(id=vif_id, address='fa:16:3e:00:00:01',
+                             network=network_model.Network(
+                                 id='net', subnets=[network_model.Subnet(
+                                     cidr='10.0.0.0/24', ips=[
+                                         network_model.FixedIP(
+                                             address='10.0.0.5')])]))

@@ -134,8 +134,10 @@ class Deployment:
         ``capabilities``, ...), as Ironic's ``instance_info`` takes them.
     :ivar vifs: network interface (Neutron port) IDs to attach.
     :ivar configdrive: a callable returning the config drive (gzipped and
-        base64-encoded), called only if the provider can deliver one; None
-        when the instance needs none.
+        base64-encoded), called only if the provider can deliver one, with
+        the node's :class:`NodeNetwork` once its VIFs are attached (None
+        when the provider knows no ports); None when the instance needs
+        none.
     """
 
     instance_uuid: str
@@ -144,6 +146,47 @@ class Deployment:
     instance_info: dict = dataclasses.field(default_factory=dict)
     vifs: tuple = ()
     configdrive: object = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NodePort:
+    """A network port of a node (Ironic's ``port``).
+
+    :ivar vif: the VIF (Neutron port) attached to it, or None.
+    :ivar port_group: the id of its :class:`NodePortGroup`, or None.
+    """
+
+    id: str
+    address: str
+    vif: str = None
+    port_group: str = None
+
+
+@dataclasses.dataclass(frozen=True)
+class NodePortGroup:
+    """Ports of a node bonded together (Ironic's ``portgroup``).
+
+    :ivar mode: the bonding mode (``802.3ad``, ``active-backup``...).
+    :ivar properties: the bonding driver's options (``miimon``...).
+    """
+
+    id: str
+    address: str = None
+    vif: str = None
+    mode: str = None
+    properties: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeNetwork:
+    """A node's ports and port groups: what its NICs are.
+
+    The config drive's ``network_data.json`` gives the guest each VIF's
+    MAC, and a port group as a bond of its ports' MACs.
+    """
+
+    ports: tuple = ()
+    port_groups: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,9 +18,11 @@ import json
 from unittest import mock
 
 from nova.network import model as network_model
+from nova.virt import netutils
 import pytest
 
 from ironic_multi import _configdrive
+from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import deploy
 from ironic_multi._virt import metadata
 from ironic_multi import exception
@@ -179,9 +181,9 @@ def test_deployment_config_drive_only_when_required():
         found = deployment(inst, network_info=[{'id': 'vif-1'}],
                            admin_password='pw', injected_files=[('/f', b'x')])
         assert not build.called
-        assert found.configdrive() == 'H4sI...'
+        assert found.configdrive('ports') == 'H4sI...'
     build.assert_called_once_with(inst, [{'id': 'vif-1'}], 'pw',
-                                  [('/f', b'x')])
+                                  [('/f', b'x')], 'ports')
 
 
 def test_vif_ids():
@@ -207,4 +209,52 @@ def test_build_configdrive_is_gzipped_base64():
     assert gzip.decompress(base64.b64decode(encoded)) == b'iso9660 image'
     i_meta.assert_called_once_with(inst, content=[('/f', b'x')],
                                    extra_md={'admin_pass': 'pw'},
-                                   network_info=[])
+                                   network_info=[], network_metadata=None)
+
+
+def _vif(vif_id, address):
+    ip = network_model.FixedIP(address=address)
+    return network_model.VIF(
+        id=vif_id, address='fa:16:3e:00:00:%s' % vif_id[-1],
+        network=network_model.Network(
+            id='net', subnets=[network_model.Subnet(
+                cidr='10.0.0.0/24', ips=[ip])]))
+
+
+def test_network_data_names_the_nodes_macs_and_bonds():
+    # As Nova's in-tree driver: a VIF on a port is that NIC's MAC; one on
+    # a port group is a bond of the group's ports, with its options.
+    network_info = network_model.NetworkInfo([
+        _vif('vif-1', '10.0.0.5'), _vif('vif-2', '10.0.0.6')])
+    node_network = base.NodeNetwork(
+        ports=(base.NodePort('p1', '52:54:00:00:00:01', None, 'g1'),
+               base.NodePort('p2', '52:54:00:00:00:02', None, 'g1'),
+               base.NodePort('p3', '52:54:00:00:00:03', 'vif-2')),
+        port_groups=(base.NodePortGroup(
+            'g1', '52:54:00:00:00:0a', 'vif-1', 'active-backup',
+            {'miimon': '100', 'bond_xmit_hash_policy': 'layer2'}),))
+    found = _configdrive.network_metadata(network_info, node_network)
+    links = {link['id']: link for link in found['links']}
+    bond = [link for link in found['links'] if link.get('vif_id') == 'vif-1']
+    assert bond == [dict(bond[0], type='bond', bond_mode='active-backup',
+                         ethernet_mac_address='52:54:00:00:00:0a',
+                         bond_links=['p1', 'p2'], bond_miimon='100',
+                         bond_xmit_hash_policy='layer2')]
+    assert links['p1'] == {'id': 'p1', 'type': 'phy',
+                           'ethernet_mac_address': '52:54:00:00:00:01'}
+    assert links['p2']['ethernet_mac_address'] == '52:54:00:00:00:02'
+    (nic,) = [link for link in found['links']
+              if link.get('vif_id') == 'vif-2']
+    assert (nic['type'], nic['ethernet_mac_address']) == (
+        'phy', '52:54:00:00:00:03')
+    # Neutron's networks and services are kept as they were.
+    assert found['networks'] == netutils.get_network_metadata(
+        network_info)['networks']
+
+
+def test_network_data_without_ports_is_nova_s_own():
+    network_info = network_model.NetworkInfo([_vif('vif-1', '10.0.0.5')])
+    assert _configdrive.network_metadata(network_info, None) is None
+    unknown = _configdrive.network_metadata(network_info,
+                                            base.NodeNetwork())
+    assert unknown == netutils.get_network_metadata(network_info)

@@ -89,7 +89,7 @@ def test_spawn_sends_the_config_drive_when_required(drv, reserver):
         # Built only when the provider asks for it.
         assert not build.called
         assert deployment.configdrive() == 'H4sI...'
-    build.assert_called_once_with(inst, NETWORK_INFO, 'secret', [])
+    build.assert_called_once_with(inst, NETWORK_INFO, 'secret', [], None)
 
 
 def test_should_stop_raises_once_the_instance_is_being_deleted(drv,

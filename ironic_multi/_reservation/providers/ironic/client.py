@@ -474,6 +474,19 @@ class IronicAPI(object):
         with _node_errors(node):
             self._request('DELETE', '/v1/nodes/%s/maintenance' % node)
 
+    def list_ports(self, node):
+        """The node's ports, with every field."""
+        with _node_errors(node):
+            return self._request(
+                'GET', '/v1/nodes/%s/ports?detail=True' % node)['ports']
+
+    def list_port_groups(self, node):
+        """The node's port groups, with every field."""
+        with _node_errors(node):
+            return self._request(
+                'GET', '/v1/nodes/%s/portgroups?detail=True' % node
+            )['portgroups']
+
     def list_vifs(self, node):
         return [v['id'] for v in
                 self._request('GET', '/v1/nodes/%s/vifs' % node)['vifs']]

@@ -42,6 +42,7 @@ import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import states
 from ironic_multi._reservation.providers.ironic import waiters
@@ -77,6 +78,12 @@ def instance_info_patch(deployment, guard=None, node=None):
     return [guard] * bool(guard) + [
         {'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
         for key, value in sorted(info.items())]
+
+
+def _vif_of(port):
+    """The VIF attached to an Ironic port or port group, or None."""
+    return ((port.get('internal_info') or {}).get('tenant_vif_port_id')
+            or (port.get('extra') or {}).get('vif_port_id'))
 
 
 def _check_holds(node, current, instance_uuid):
@@ -219,7 +226,8 @@ class Deployer(object):
     def _provision(self, node, target, deployment):
         body = None
         if deployment.configdrive is not None:
-            body = {'configdrive': deployment.configdrive()}
+            body = {'configdrive': deployment.configdrive(
+                self._network(node))}
         try:
             self._api.set_provision_state(node, target, body=body)
         except exception.IronicAPIError as e:
@@ -229,6 +237,22 @@ class Deployer(object):
             if 'InvalidImage' in str(e):
                 raise exception.InvalidImage(node=node, reason=e) from e
             raise
+
+    def _network(self, node):
+        """The node's ports and port groups, with their VIFs now.
+
+        Two reads, only for a deploy with a config drive: its
+        ``network_data.json`` names each VIF's MAC and bonds.
+        """
+        ports = tuple(base.NodePort(
+            id=p['uuid'], address=p.get('address'), vif=_vif_of(p),
+            port_group=p.get('portgroup_uuid'))
+            for p in self._api.list_ports(node))
+        groups = tuple(base.NodePortGroup(
+            id=g['uuid'], address=g.get('address'), vif=_vif_of(g),
+            mode=g.get('mode'), properties=dict(g.get('properties') or {}))
+            for g in self._api.list_port_groups(node))
+        return base.NodeNetwork(ports=ports, port_groups=groups)
 
     def _wait_for_active(self, node, instance_uuid, should_stop=None):
         def read():

@@ -52,6 +52,8 @@ def conf():
 def api():
     api = mock.create_autospec(client.IronicAPI, instance=True)
     api.list_vifs.return_value = []
+    api.list_ports.return_value = []
+    api.list_port_groups.return_value = []
     # Ironic answers a PATCH with the node as it is after the write.
     api.patch_node.side_effect = lambda uuid, patch, **kw: node()
     return api
@@ -235,9 +237,42 @@ def test_deploy_sends_the_config_drive(provider, api, clock):
     api.get_node.return_value = node('active')
     build = mock.Mock(return_value='H4sI...')
     provider.deploy(reservation(), deployment(configdrive=build))
-    build.assert_called_once_with()
+    build.assert_called_once_with(base.NodeNetwork())
     api.set_provision_state.assert_called_once_with(
         NODE, 'active', body={'configdrive': 'H4sI...'})
+
+
+def test_the_config_drive_is_built_with_the_nodes_ports(provider, api,
+                                                        clock):
+    # Read once the VIFs are attached: Ironic says which port has which.
+    api.get_node.return_value = node('active')
+    api.list_ports.return_value = [
+        {'uuid': 'p1', 'address': '52:54:00:00:00:01',
+         'portgroup_uuid': 'g1', 'internal_info': {}, 'extra': {}},
+        {'uuid': 'p2', 'address': '52:54:00:00:00:02',
+         'portgroup_uuid': None,
+         'internal_info': {'tenant_vif_port_id': 'vif-2'}, 'extra': {}},
+        {'uuid': 'p3', 'address': '52:54:00:00:00:03',
+         'internal_info': {}, 'extra': {'vif_port_id': 'vif-3'}}]
+    api.list_port_groups.return_value = [
+        {'uuid': 'g1', 'address': '52:54:00:00:00:0a', 'mode': '802.3ad',
+         'properties': {'miimon': '100'},
+         'internal_info': {'tenant_vif_port_id': 'vif-1'}, 'extra': {}}]
+    build = mock.Mock(return_value='H4sI...')
+    provider.deploy(reservation(), deployment(configdrive=build))
+    build.assert_called_once_with(base.NodeNetwork(
+        ports=(base.NodePort('p1', '52:54:00:00:00:01', None, 'g1'),
+               base.NodePort('p2', '52:54:00:00:00:02', 'vif-2'),
+               base.NodePort('p3', '52:54:00:00:00:03', 'vif-3')),
+        port_groups=(base.NodePortGroup(
+            'g1', '52:54:00:00:00:0a', 'vif-1', '802.3ad',
+            {'miimon': '100'}),)))
+
+
+def test_without_a_config_drive_no_port_is_read(provider, api, clock):
+    api.get_node.return_value = node('active')
+    provider.deploy(reservation(), deployment())
+    assert not api.list_ports.called and not api.list_port_groups.called
 
 
 def test_deploy_without_vifs(provider, api, clock):
@@ -622,7 +657,7 @@ def test_rebuild_reimages_in_place(provider, api, clock):
 def test_rebuild_sends_the_config_drive(provider, api, clock):
     api.get_node.return_value = node('active')
     provider.rebuild(reservation(lifecycle.State.ACTIVE),
-                     deployment(configdrive=lambda: 'H4sI...'))
+                     deployment(configdrive=lambda network: 'H4sI...'))
     api.set_provision_state.assert_called_once_with(
         NODE, 'rebuild', body={'configdrive': 'H4sI...'})
 
