@@ -41,9 +41,8 @@ install_missing rabbitmq-server rabbitmq-server
 install_missing mariadbd mariadb-server
 
 # Without arguments, the tests: every environment of tox.ini's envlist at
-# once.  They spend most of their time waiting on the servers they start
-# (the functional tests used a third of 2 cores), so side by side they
-# end in about half the time; each env's output is printed as it ends.
+# once, but the cloud tests after the functional ones (tox.ini says why);
+# each env's output is printed as it ends.
 if [ $# -eq 0 ]; then
     set -- run-parallel --parallel all --parallel-no-spinner
 fi
