@@ -939,6 +939,23 @@ def test_failed_looks_fail_the_run(monkeypatch):
     assert [v[0] for v in observer.watched()] == [invariants.WATCHED]
 
 
+def test_a_look_that_recorded_its_sample_is_a_good_one(monkeypatch):
+    observer, history = _observer(monkeypatch, [])
+
+    def partial():
+        observer.looks += 1  # As look() does once its findings are in.
+        raise RuntimeError('placement restarts')
+
+    monkeypatch.setattr(observer, 'look', partial)
+    observer.period = 0.01
+    with observer:
+        wait_until = time.monotonic() + 5
+        while observer.looks < 3 and time.monotonic() < wait_until:
+            time.sleep(0.01)
+    assert observer.looks >= 3 and observer.failed_looks == 0
+    assert observer.watched() == []
+
+
 @pytest.mark.parametrize('looks,failed,blind,bad', [
     (100, 0, 2.0, []),
     (85, 15, 2.0, []),

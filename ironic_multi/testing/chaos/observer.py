@@ -83,12 +83,16 @@ class Observer(object):
     def _run(self):
         self._last_good = time.monotonic()
         while not self._stop.is_set():
+            good = self.looks
             try:
                 self.look()
             except Exception as e:
-                self.failed_looks += 1
-                LOG.warning('A look at the cloud failed (%d so far): %s',
-                            self.failed_looks, e)
+                # A look that recorded its sample before a later read
+                # failed (placement, the foreign nodes) was a good one.
+                if self.looks == good:
+                    self.failed_looks += 1
+                LOG.warning('A look at the cloud failed (%d failed so '
+                            'far): %s', self.failed_looks, e)
                 # New clients after a failure: a restarted service may
                 # have closed their connections for good.
                 self._connection = None
