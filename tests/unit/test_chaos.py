@@ -910,6 +910,15 @@ def _observer(monkeypatch, servers, *nodes):
     return observer_mod.Observer(cloud, history), history
 
 
+def _watch_until(observer, done, timeout=5):
+    """Run the observer's thread, looking every 10 ms, until ``done()``."""
+    observer.period = 0.01
+    with observer:
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
 def test_a_look_keeps_its_findings_when_a_later_read_fails(monkeypatch):
     # Planted: an instance on two nodes at the second look, and placement
     # (read at every other look) away at that look.
@@ -930,11 +939,7 @@ def test_failed_looks_fail_the_run(monkeypatch):
     observer, history = _observer(monkeypatch, [])
     monkeypatch.setattr(observer, 'look', mock.Mock(
         side_effect=RuntimeError('Ironic restarts')))
-    observer.period = 0.01
-    with observer:
-        wait_until = time.monotonic() + 5
-        while observer.failed_looks < 3 and time.monotonic() < wait_until:
-            time.sleep(0.01)
+    _watch_until(observer, lambda: observer.failed_looks >= 3)
     assert observer.failed_looks >= 3 and observer.looks == 0
     assert [v[0] for v in observer.watched()] == [invariants.WATCHED]
 
@@ -947,11 +952,7 @@ def test_a_look_that_recorded_its_sample_is_a_good_one(monkeypatch):
         raise RuntimeError('placement restarts')
 
     monkeypatch.setattr(observer, 'look', partial)
-    observer.period = 0.01
-    with observer:
-        wait_until = time.monotonic() + 5
-        while observer.looks < 3 and time.monotonic() < wait_until:
-            time.sleep(0.01)
+    _watch_until(observer, lambda: observer.looks >= 3)
     assert observer.looks >= 3 and observer.failed_looks == 0
     assert observer.watched() == []
 

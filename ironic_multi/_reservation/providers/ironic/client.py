@@ -476,16 +476,16 @@ class IronicAPI(object):
 
     def list_ports(self, node):
         """The node's ports, with every field."""
-        with _node_errors(node):
-            return self._request(
-                'GET', '/v1/nodes/%s/ports?detail=True' % node)['ports']
+        return self._of_node(node, 'ports')
 
     def list_port_groups(self, node):
         """The node's port groups, with every field."""
+        return self._of_node(node, 'portgroups')
+
+    def _of_node(self, node, collection):
         with _node_errors(node):
-            return self._request(
-                'GET', '/v1/nodes/%s/portgroups?detail=True' % node
-            )['portgroups']
+            return self._request('GET', '/v1/nodes/%s/%s?detail=True' % (
+                node, collection))[collection]
 
     def list_vifs(self, node):
         return [v['id'] for v in

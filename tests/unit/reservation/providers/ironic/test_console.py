@@ -14,13 +14,10 @@
 
 """The console of a reserved Ironic node, as Nova's proxies reach it."""
 
-from unittest import mock
 
 import pytest
 
 from ironic_multi._reservation.providers import base
-from ironic_multi._reservation.providers.ironic import client
-from ironic_multi._reservation.providers.ironic import provider as provider_mod
 from ironic_multi import exception
 from tests.unit.reservation.providers.ironic import test_rescue as common
 
@@ -33,16 +30,6 @@ SOCAT = {'type': 'socat', 'url': 'tcp://192.0.2.5:8023'}
 @pytest.fixture
 def conf():
     return common.reservers.make_conf(state_poll_interval=1.0)
-
-
-@pytest.fixture
-def api():
-    return mock.create_autospec(client.IronicAPI, instance=True)
-
-
-@pytest.fixture
-def provider(conf, api):
-    return provider_mod.IronicProvider(conf, api=api)
 
 
 class FakeConsole(object):

@@ -59,11 +59,6 @@ def api():
     return api
 
 
-@pytest.fixture
-def provider(conf, api):
-    return provider_mod.IronicProvider(conf, api=api)
-
-
 # What a read-modify-write of the failure marks reads.
 MARK_FIELDS = ['extra', 'provision_updated_at']
 

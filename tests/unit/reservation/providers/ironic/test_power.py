@@ -18,14 +18,11 @@ Ironic is a ``mock.create_autospec`` of IronicAPI; time only moves when
 the code under test sleeps.
 """
 
-from unittest import mock
 
 import pytest
 
 from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers import base
-from ironic_multi._reservation.providers.ironic import client
-from ironic_multi._reservation.providers.ironic import provider as provider_mod
 from ironic_multi import exception
 from ironic_multi.testing import reservers
 
@@ -37,16 +34,6 @@ Action = base.PowerAction
 @pytest.fixture
 def conf():
     return reservers.make_conf(power_timeout=30, state_poll_interval=1.0)
-
-
-@pytest.fixture
-def api():
-    return mock.create_autospec(client.IronicAPI, instance=True)
-
-
-@pytest.fixture
-def provider(conf, api):
-    return provider_mod.IronicProvider(conf, api=api)
 
 
 def reservation():
