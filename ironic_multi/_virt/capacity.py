@@ -28,12 +28,20 @@ instead of K services over-reporting it K times.  With max_unit 1 every
 instance takes one node.
 
 ``used`` is what placement itself counts on the provider
-(:func:`used_in_placement`), not what the instances on the host should
-hold: Nova drops the allocation of an instance whose rebuild failed on
-its own host (it treats the failure as an evacuation's), and the
-instance, still on the host, would otherwise count one node free too
+(:func:`allocations_in_placement`), not what the instances on the host
+should hold: Nova drops the allocation of an instance whose rebuild
+failed on its own host (it treats the failure as an evacuation's), and
+the instance, still on the host, would otherwise count one node free too
 many for good.  The instances' flavors (:func:`used_by_flavors`) stand in
 when placement cannot be read.
+
+Nova keeps the allocation of a build it gave up on (ERROR) until the
+server is deleted, but its node went back to the pool.  Such ``idle``
+units hold nothing in Ironic: ``total`` grows by them, so that they take
+no free node away from the scheduler::
+
+    total    = nodes + idle
+    reserved = nodes - free - (used - idle)   (clamped to 0..nodes)
 """
 
 import re
@@ -54,8 +62,6 @@ _TRAIT_NAME = re.compile(r'^[A-Z0-9_]{1,255}$')
 # COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA): kept as they are.
 _NOVA_OWNED = ('COMPUTE_', 'OWNER_')
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
-# Placement microversion of GET /resource_providers/{uuid}/usages.
-USAGES_VERSION = '1.9'
 
 
 def used_by_flavors(flavors):
@@ -78,29 +84,40 @@ def used_by_flavors(flavors):
     return used
 
 
-def used_in_placement(client, provider_uuid):
-    """``{resource class: units}`` allocated against the provider, or None.
+def allocations_in_placement(client, provider_uuid):
+    """``{consumer: {resource class: units}}`` against the provider, or None.
 
     :param client: Nova's SchedulerReportClient (the compute manager's).
     :returns: None when placement cannot say (logged at DEBUG).
     """
+    url = '/resource_providers/%s/allocations' % provider_uuid
     try:
-        answer = client.get('/resource_providers/%s/usages' % provider_uuid,
-                            version=USAGES_VERSION)
+        answer = client.get(url)
     except Exception as e:
-        LOG.debug('Cannot read the usages of provider %(provider)s: '
-                  '%(error)s', {'provider': provider_uuid, 'error': e})
+        LOG.debug('Cannot read the allocations against provider '
+                  '%(provider)s: %(error)s',
+                  {'provider': provider_uuid, 'error': e})
         return None
     if not answer:
-        LOG.debug('Cannot read the usages of provider %(provider)s: HTTP '
-                  '%(status)s', {'provider': provider_uuid,
-                                 'status': answer.status_code})
+        LOG.debug('Cannot read the allocations against provider '
+                  '%(provider)s: HTTP %(status)s',
+                  {'provider': provider_uuid, 'status': answer.status_code})
         return None
-    return {rc: units for rc, units in answer.json()['usages'].items()
-            if units}
+    return {consumer: dict(allocation.get('resources') or {})
+            for consumer, allocation in answer.json()['allocations'].items()}
 
 
-def inventory(cluster, used):
+def add_up(allocations):
+    """``{resource class: units}`` of an iterable of allocations."""
+    used = {}
+    for resources in allocations:
+        for name, units in resources.items():
+            if units:
+                used[name] = used.get(name, 0) + units
+    return used
+
+
+def inventory(cluster, used, idle=None):
     """Placement inventory of the compute node.
 
     :param cluster: ``{ironic resource class: {'total': n, 'free': n}}``
@@ -108,8 +125,11 @@ def inventory(cluster, used):
         ``cluster_capacity()``).
     :param used: ``{placement resource class: units}`` allocated to this
         service's instances.
+    :param idle: the part of ``used`` that holds no node and never will
+        (builds Nova gave up on).
     :returns: ``{placement resource class: inventory dict}``.
     """
+    idle = idle or {}
     counts = {}
     for ironic_rc, count in cluster.items():
         if not ironic_rc:
@@ -123,13 +143,14 @@ def inventory(cluster, used):
     result = {}
     for name in sorted(set(counts) | {n for n, u in used.items() if u}):
         total, free = counts.get(name, (0, 0))
-        in_use = used.get(name, 0)
+        unused = min(idle.get(name, 0), used.get(name, 0))
+        in_use = used.get(name, 0) - unused
         # Placement refuses to drop (or shrink below use) an inventory
         # that allocations hold: keep room for our own instances.
-        reported = max(total, in_use)
+        reported = max(total, in_use) + unused
         if not reported:
             continue
-        reserved = min(max(total - free - in_use, 0), reported)
+        reserved = max(total - free - in_use, 0)
         result[name] = {
             'total': reported,
             'reserved': reserved,

@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""What Nova says of instances, for the housekeeper.
+"""What Nova says of instances, for the housekeeper and the inventory.
 
 Asked through Nova's objects, as any compute service can (the conductor
 reads the cell database): an instance that is deleted, or that Nova never
@@ -23,6 +23,7 @@ import functools
 import hashlib
 import urllib.parse
 
+from nova.compute import vm_states
 from nova import conf as nova_conf
 from nova import context as nova_context
 from nova import objects
@@ -75,6 +76,26 @@ def instance_states(instance_uuids):
         states.update((instance.uuid, housekeeper.GONE if instance.deleted
                        else instance.vm_state) for instance in found)
     return states
+
+
+def given_up(instance_uuids):
+    """The UUIDs of ``instance_uuids`` that Nova gave up on.
+
+    ERROR with no task under way: a failed build keeps its allocation in
+    placement until the server is deleted, and nothing is about to give
+    it a node (a rebuild sets a task state first).
+    """
+    context = nova_context.get_admin_context()
+    uuids = sorted(set(instance_uuids))
+    found = set()
+    for start in range(0, len(uuids), _CHUNK):
+        found.update(
+            instance.uuid for instance in objects.InstanceList.get_by_filters(
+                context, {'uuid': uuids[start:start + _CHUNK],
+                          'vm_state': vm_states.ERROR},
+                expected_attrs=[])
+            if not instance.task_state)
+    return found
 
 
 def identity(conf=CONF):

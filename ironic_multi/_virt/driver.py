@@ -99,6 +99,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._left_tasks = None
         # Whether the upgrade's ownership marks are done.
         self._owned = False
+        # Instances Nova gave up on whose nodes are back in the pool.
+        self._nodeless = set()
 
     # -- life cycle ---------------------------------------------------------
 
@@ -224,17 +226,45 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         the free count between refreshes.  And nothing here runs under the
         resource tracker's lock, where builds queue.
         """
-        used = None
+        allocations = None
         client = getattr(self.virtapi, 'reportclient', None)
         if client is not None:
-            used = capacity.used_in_placement(
+            allocations = capacity.allocations_in_placement(
                 client, host_mod.compute_node_uuid(self._host))
-        if used is None:
-            used = capacity.used_by_flavors(
-                capacity.flavors_on_host(self._host))
+        if allocations is None:
+            used, idle = capacity.used_by_flavors(
+                capacity.flavors_on_host(self._host)), {}
+        else:
+            used = capacity.add_up(allocations.values())
+            idle = capacity.add_up(
+                allocations[uuid] for uuid in self._idle(reserver,
+                                                         allocations))
         self._inventory = capacity.inventory(reserver.cluster_capacity(),
-                                             used)
+                                             used, idle)
         reserver.publish_extra(inventory=self._inventory)
+
+    def _idle(self, reserver, allocations):
+        """The consumers whose allocation holds no node, and never will.
+
+        Builds Nova gave up on; each one's node is looked up once (a
+        release may still be on its way), and then no more while it stays
+        given up.  When Nova cannot say, none: the allocations then count
+        as nodes in use, the safe side.
+        """
+        try:
+            given_up = consumers.given_up(allocations)
+        except Exception as e:
+            LOG.debug('Cannot ask Nova which builds failed: %s', e)
+            return set()
+        self._nodeless &= given_up
+        for uuid in sorted(given_up - self._nodeless):
+            try:
+                if reserver.lookup(uuid) is None:
+                    self._nodeless.add(uuid)
+            except exception.IronicMultiError as e:
+                LOG.debug('Cannot look up the node of instance %(uuid)s: '
+                          '%(error)s', {'uuid': uuid, 'error': e})
+        return set(self._nodeless)
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
         # No network round trip here, under the resource tracker's lock:

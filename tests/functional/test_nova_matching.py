@@ -122,3 +122,32 @@ class MatchingTest(nova_base.IronicMultiTestBase):
         self.refresh_capacity()
         for host in self.computes:
             self.assertEqual(6, self.free_in_placement(host), host)
+
+    def test_a_build_nova_gave_up_on_hides_no_free_node(self):
+        # What a compute restarted in the middle of a build leaves (its
+        # init_host sets the server to ERROR, and placement keeps the
+        # allocation until the server is deleted) with the node released
+        # before the deploy began: the state, made through Nova's API and
+        # the service's own reservation layer.
+        server = self.boot()
+        host = server['OS-EXT-SRV-ATTR:host']
+        node = self.assert_on_ironic(server)
+        self.api.post_server_action(server['id'],
+                                    {'os-resetState': {'state': 'error'}})
+        self.assertEqual('ERROR', self._show_server(server)['status'])
+        self.driver_of(self.computes[host]).reserver.teardown(server['id'],
+                                                              [])
+        self.ironic.wait_for_node(node['uuid'], provision_state='available',
+                                  instance_uuid=None)
+        (held,) = self.server_allocation(server['id']).values()
+        self.assertEqual({'CUSTOM_BAREMETAL': 1}, held)
+
+        # Every node is free, and the scheduler may use all of them.
+        self.refresh_capacity()
+        free = len(self.ironic.list_nodes(provision_state='available'))
+        self.assertEqual(len(self.trait_nodes | self.capability_nodes)
+                         + self.PLAIN_NODES, free)
+        for host in self.computes:
+            self.assertEqual(free, self.free_in_placement(host), host)
+        self.delete_servers([server])
+        self.assertEqual({}, self.server_allocation(server['id']))

@@ -49,6 +49,28 @@ def test_inventory_reserved(total, free, used, expected):
     assert result == {BM: expected}
 
 
+@pytest.mark.parametrize('total, free, used, idle, expected', [
+    # One instance holds a node, one build failed (its node is free
+    # again): placement must offer Ironic's 4, not 3.
+    (5, 4, 2, 1, inv(6, 0)),
+    # Others hold 6 nodes, our 2 allocations hold none.
+    (10, 4, 2, 2, inv(12, 6)),
+    # Everything free, failed builds only.
+    (3, 3, 2, 2, inv(5, 0)),
+    # More idle than allocated (counts read at different times).
+    (3, 3, 1, 2, inv(4, 0)),
+    # Our instances outnumber the published total, one failed build.
+    (1, 0, 3, 1, inv(3, 0)),
+])
+def test_idle_allocations_take_no_free_node(total, free, used, idle,
+                                            expected):
+    result = capacity.inventory({'baremetal': {'total': total, 'free': free}},
+                                {BM: used}, {BM: idle})
+    assert result == {BM: expected}
+    entry = result[BM]
+    assert entry['total'] - entry['reserved'] - used == free
+
+
 @pytest.mark.parametrize('services', [1, 2, 5])
 def test_every_provider_offers_the_cluster_free_count(services):
     # 20 nodes, 9 instances spread over the services, 3 nodes cleaning.
@@ -88,15 +110,16 @@ def test_used_by_flavors_counts_custom_resources():
 
 
 class _Answer(object):
-    def __init__(self, status_code, usages=None):
+    def __init__(self, status_code, allocations=None):
         self.status_code = status_code
-        self._usages = usages
+        self._allocations = allocations
 
     def __bool__(self):
         return self.status_code < 400
 
     def json(self):
-        return {'usages': self._usages, 'resource_provider_generation': 3}
+        return {'allocations': self._allocations,
+                'resource_provider_generation': 3}
 
 
 class _Placement(object):
@@ -111,16 +134,21 @@ class _Placement(object):
         return self.answer
 
 
-def test_used_in_placement_is_what_placement_counts():
-    client = _Placement(_Answer(200, {BM: 2, 'CUSTOM_GOLD': 0}))
-    assert capacity.used_in_placement(client, 'rp-1') == {BM: 2}
-    assert client.calls == [('/resource_providers/rp-1/usages', '1.9')]
+def test_allocations_in_placement_are_what_placement_counts():
+    client = _Placement(_Answer(200, {
+        'i-1': {'resources': {BM: 1}},
+        'i-2': {'resources': {BM: 1, 'CUSTOM_GOLD': 0}}}))
+    allocations = capacity.allocations_in_placement(client, 'rp-1')
+    assert allocations == {'i-1': {BM: 1}, 'i-2': {BM: 1, 'CUSTOM_GOLD': 0}}
+    assert capacity.add_up(allocations.values()) == {BM: 2}
+    assert client.calls == [('/resource_providers/rp-1/allocations', None)]
 
 
 @pytest.mark.parametrize('answer', [_Answer(404), _Answer(503),
                                     RuntimeError('connection refused')])
-def test_used_in_placement_unknown(answer):
-    assert capacity.used_in_placement(_Placement(answer), 'rp-1') is None
+def test_allocations_in_placement_unknown(answer):
+    assert capacity.allocations_in_placement(_Placement(answer),
+                                             'rp-1') is None
 
 
 def test_provider_traits_keeps_nova_traits_and_replaces_the_rest():

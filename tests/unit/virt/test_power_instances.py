@@ -25,6 +25,7 @@ import pytest
 from ironic_multi._reservation import lifecycle
 from ironic_multi._reservation.providers import base
 from ironic_multi._virt import capacity
+from ironic_multi._virt import consumers
 from ironic_multi._virt import driver
 from ironic_multi import exception
 from tests.unit.virt import fakes
@@ -330,24 +331,85 @@ def test_update_provider_tree(drv, reserver, tree):
     assert reserver.extra['inventory'] == expected
 
 
-def test_placement_counts_what_this_host_uses(drv, reserver, tree):
-    # An instance on this host whose allocation Nova dropped (a rebuild
-    # that failed on its own host): placement counts one, Nova's
-    # database two.  The free count must stay Ironic's.
-    usages = mock.Mock(status_code=200, __bool__=lambda self: True)
-    usages.json.return_value = {'usages': {'CUSTOM_BAREMETAL': 1}}
+def _placement(drv, allocations):
+    """Placement's answer to GET /resource_providers/{uuid}/allocations."""
+    answer = mock.Mock(status_code=200, __bool__=lambda self: True)
+    answer.json.return_value = {'allocations': {
+        uuid: {'resources': {'CUSTOM_BAREMETAL': 1}} for uuid in allocations}}
     drv.virtapi = mock.Mock(reportclient=mock.Mock(
-        get=mock.Mock(return_value=usages)))
-    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+        get=mock.Mock(return_value=answer)))
+
+
+def _inventory(drv, reserver, tree, given_up=()):
     flavors = [{'extra_specs': fakes.BAREMETAL_SPECS}] * 2
     with mock.patch.object(capacity, 'flavors_on_host',
-                           return_value=flavors) as on_host:
+                           return_value=flavors) as on_host, \
+            mock.patch.object(consumers, 'given_up',
+                              return_value=set(given_up)) as asked:
         reserver.refresh()
         drv.update_provider_tree(tree, fakes.HOST)
     on_host.assert_not_called()
     inventory = tree.data(fakes.HOST).inventory['CUSTOM_BAREMETAL']
+    return inventory, asked
+
+
+def test_placement_counts_what_this_host_uses(drv, reserver, tree):
+    # An instance on this host whose allocation Nova dropped (a rebuild
+    # that failed on its own host): placement counts one, Nova's
+    # database two.  The free count must stay Ironic's.
+    _placement(drv, ['i-1'])
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+    inventory, _ = _inventory(drv, reserver, tree)
     # Placement's free: 10 - 5 - 1 = 4, Ironic's.
     assert (inventory['total'], inventory['reserved']) == (10, 5)
+
+
+def test_a_build_nova_gave_up_on_hides_no_free_node(drv, reserver, tree):
+    # Nova keeps the allocation of a failed build (ERROR) until the
+    # server is deleted; its node is back in the pool.  One node of five
+    # holds an instance of this host (i-1), four are free: placement must
+    # say four, not three.
+    reserver.hold('i-1')
+    _placement(drv, ['i-1', 'failed'])
+    reserver.cluster = {'baremetal': {'total': 5, 'free': 4}}
+    inventory, asked = _inventory(drv, reserver, tree, given_up={'failed'})
+    assert asked.call_args[0][0] == {'i-1': {'CUSTOM_BAREMETAL': 1},
+                                     'failed': {'CUSTOM_BAREMETAL': 1}}
+    assert inventory['total'] - inventory['reserved'] - 2 == 4
+    assert reserver.names().count('lookup') == 1
+
+    # Looked up once while it stays given up.
+    del reserver.calls[:]
+    inventory, _ = _inventory(drv, reserver, tree, given_up={'failed'})
+    assert inventory['total'] - inventory['reserved'] - 2 == 4
+    assert 'lookup' not in reserver.names()
+
+
+def test_a_failed_build_whose_node_is_still_held_counts(drv, reserver, tree):
+    # Its release has not happened yet: the node is not free in Ironic,
+    # and the allocation stands for it.
+    reserver.hold('failed')
+    _placement(drv, ['failed'])
+    reserver.cluster = {'baremetal': {'total': 5, 'free': 4}}
+    inventory, _ = _inventory(drv, reserver, tree, given_up={'failed'})
+    assert inventory['total'] - inventory['reserved'] - 1 == 4
+    assert inventory['total'] == 5
+
+
+def test_nova_not_answering_counts_every_allocation(drv, reserver, tree):
+    _placement(drv, ['i-1', 'failed'])
+    reserver.hold('i-1')
+    reserver.cluster = {'baremetal': {'total': 5, 'free': 4}}
+    flavors = [{'extra_specs': fakes.BAREMETAL_SPECS}] * 2
+    with mock.patch.object(capacity, 'flavors_on_host',
+                           return_value=flavors), \
+            mock.patch.object(consumers, 'given_up',
+                              side_effect=RuntimeError('no conductor')):
+        reserver.refresh()
+        drv.update_provider_tree(tree, fakes.HOST)
+    inventory = tree.data(fakes.HOST).inventory['CUSTOM_BAREMETAL']
+    # The safe side: one node fewer than Ironic's four.
+    assert (inventory['total'], inventory['reserved']) == (5, 0)
 
 
 def test_update_provider_tree_follows_the_refreshes(drv, reserver, tree):
