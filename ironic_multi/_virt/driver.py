@@ -40,6 +40,7 @@ from nova.compute import vm_states
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
+from nova.scheduler.client import report
 from nova.virt import driver as virt_driver
 from nova.virt import hardware
 from oslo_log import log as logging
@@ -55,6 +56,7 @@ from ironic_multi._virt import host as host_mod
 from ironic_multi._virt import instances
 from ironic_multi._virt import left_tasks
 from ironic_multi._virt import metadata
+from ironic_multi._virt import migration
 from ironic_multi._virt import startup
 from ironic_multi._virt import takeover
 from ironic_multi._virt import unsupported
@@ -139,6 +141,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             on_adopted=lambda result: self._refresh_inventory(
                 self._reserver))
         self._reserver.add_request_handler('adopt', self._takeover.serve)
+        self._reserver.add_request_handler('migrate-plan', migration.Migration(
+            self._reserver, host, self._report_client, CONF).serve)
         if takeover.enabled(CONF):
             # As often as the pool refresh: a look at Nova's services
             # table per interval, well inside Nova's own service_down_time;
@@ -167,6 +171,11 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                  'node %(uuid)s, %(provider)s node provider)',
                  {'host': host, 'uuid': host_mod.compute_node_uuid(host),
                   'provider': self._reserver.provider.name})
+
+    def _report_client(self):
+        """The compute manager's placement client, or Nova's singleton."""
+        return (getattr(self.virtapi, 'reportclient', None)
+                or report.report_client_singleton())
 
     def _end_left_tasks(self):
         self._left_tasks.end(nova_context.get_admin_context())

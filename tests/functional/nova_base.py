@@ -22,8 +22,15 @@ figures a test measures.  Under another runner each test starts its own
 Ironic.
 """
 
+import contextlib
+import io
+import os
+
+import fixtures
 import pytest
 
+from ironic_multi.cmd import manage
+from ironic_multi import conf as conf_mod
 from ironic_multi.testing import nova_services
 
 # Re-exported: the scenarios use them by these names.
@@ -64,3 +71,25 @@ class IronicMultiTestBase(nova_services.NovaServicesCase):
         super().record(name, value)
         if self._record_property is not None:
             self._record_property(name, value)
+
+    def manage_config_file(self):
+        """An operator's nova.conf for ``ironic-multi-manage``: the group."""
+        opts = conf_mod.CONF.ironic_multi
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[ironic_multi]\n'
+                    'coordination_url = %s\n'
+                    'coordination_group = %s\n'
+                    'membership_timeout = %d\n'
+                    'request_poll_interval = 1\n'
+                    % (opts.coordination_url, opts.coordination_group,
+                       self.MEMBERSHIP_TIMEOUT))
+        return path
+
+    def manage(self, *argv):
+        """``(exit code, stdout, stderr)`` of the CLI, in this process."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = manage.main(list(argv))
+        return code, out.getvalue(), err.getvalue()

@@ -26,14 +26,10 @@ and Nova's periodics: the services' own timers are set long, so that they
 do not race the test.
 """
 
-import contextlib
 import datetime
-import io
 import json
-import os
 import time
 
-import fixtures
 from nova.compute import power_state
 from nova import context
 from nova import objects
@@ -42,7 +38,6 @@ from oslo_utils import timeutils
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import deploy
 from ironic_multi._virt import host as host_mod
-from ironic_multi.cmd import manage
 from ironic_multi import conf as im_conf
 from ironic_multi import exception
 from tests.functional import nova_base
@@ -239,38 +234,16 @@ class ManualTakeoverTest(_TakeoverCase):
     FLAGS = {'ironic_multi': dict(_TakeoverCase.TIMERS,
                                   request_poll_interval=1)}
 
-    def _config_file(self):
-        """The operator's configuration: the services' group."""
-        opts = CONF.ironic_multi
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'nova.conf')
-        with open(path, 'w') as f:
-            f.write('[ironic_multi]\n'
-                    'coordination_url = %s\n'
-                    'coordination_group = %s\n'
-                    'membership_timeout = %d\n'
-                    'request_poll_interval = 1\n'
-                    % (opts.coordination_url, opts.coordination_group,
-                       self.MEMBERSHIP_TIMEOUT))
-        return path
-
-    def _manage(self, *argv):
-        """``(exit code, stdout, stderr)`` of the CLI, in this process."""
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = manage.main(list(argv))
-        return code, out.getvalue(), err.getvalue()
-
     def test_cli_takeover_and_the_victim_returns(self):
         victim = 'compute3'
         adopter = self._adopter(victim)
         other = (set(self.computes) - {victim, adopter}).pop()
-        conf_file = self._config_file()
+        conf_file = self.manage_config_file()
         servers = [self.boot(host=victim) for _ in range(2)]
         self.assertFalse(CONF.ironic_multi.takeover_forced_down)
 
         # A service that is up is not taken over.
-        code, _out, err = self._manage(
+        code, _out, err = self.manage(
             '--config-file', conf_file, 'instances', 'adopt', '--from',
             other, '--to', adopter, '--timeout', '20')
         self.assertEqual(1, code, err)
@@ -285,7 +258,7 @@ class ManualTakeoverTest(_TakeoverCase):
         self.assertEqual(victim, self._show_server(servers[0])[
             'OS-EXT-SRV-ATTR:host'])
 
-        code, out, err = self._manage(
+        code, out, err = self.manage(
             '--config-file', conf_file, 'instances', 'adopt', '--from',
             victim, '--timeout', '30', '-f', 'json')
         seconds = time.monotonic() - forced_at

@@ -58,7 +58,7 @@ _RESERVATION_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
                        'provision_state', 'power_state', 'resource_class',
                        'shard')
 _NODE_FIELDS = ('uuid', 'resource_class', 'properties', 'power_state',
-                'provision_state')
+                'provision_state', 'maintenance', 'conductor_group')
 # What says whether a node is this group's to give a shard key.
 _SHARDING_FIELDS = ('uuid', 'instance_uuid', 'instance_info',
                     'conductor_group', 'shard')

@@ -1,0 +1,176 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The move from Nova's in-tree Ironic driver, in place: the plan.
+
+Nova's in-tree driver keeps one compute node, and one resource provider,
+per Ironic node: both carry the node's UUID (``hypervisor_hostname`` too),
+an instance's ``node`` names it, and the instance's allocation is against
+that provider.  This driver keeps one per service.  The plan says, and
+writes nothing, what the move would take: each in-tree compute node, the
+instance on it and its allocation, the service that would take the
+instance over (the owner of the node's shard on the ring), and every
+reason an instance would be refused.  A compute node that holds no
+instance would only be removed.
+
+The move itself (``migrate apply``) is not built yet: the plan is what an
+operator reads before the cut-over, and what the move will refuse.
+"""
+
+from nova.compute import vm_states
+from nova import context as nova_context
+from nova import objects
+from oslo_log import log as logging
+
+from ironic_multi._reservation import lifecycle
+from ironic_multi._virt import host as host_mod
+
+LOG = logging.getLogger(__name__)
+
+# What a server may be in to move: nothing is under way on it, and its
+# node is deployed.
+MOVABLE = (vm_states.ACTIVE, vm_states.STOPPED)
+
+
+def in_tree(compute_node):
+    """Whether a Nova compute node is one of the in-tree driver's."""
+    return (compute_node.hypervisor_type == host_mod.HYPERVISOR_TYPE
+            and compute_node.hypervisor_hostname != compute_node.host
+            and compute_node.uuid != host_mod.compute_node_uuid(
+                compute_node.host))
+
+
+def refusals(instance, compute_node, reservation, node, allocations,
+             group, conductor_group=None):
+    """Why ``instance`` cannot move; empty when it can.
+
+    :param compute_node: its in-tree compute node.
+    :param reservation: its node's reservation as the node provider sees
+        it (:class:`~.lifecycle.Reservation`), or None.
+    :param node: the node provider's node dict of the reservation, or None.
+    :param allocations: ``{provider uuid: {resource class: units}}`` of
+        the instance in placement.
+    :param group: this coordination group's name.
+    :param conductor_group: the one conductor group this group serves, if
+        it is limited to one.
+    """
+    reasons = []
+    if instance.task_state:
+        reasons.append('a task is under way (%s)' % instance.task_state)
+    if instance.vm_state not in MOVABLE:
+        reasons.append('the server is %s; only %s servers move'
+                       % (instance.vm_state, ' or '.join(MOVABLE)))
+    nova_node = compute_node.hypervisor_hostname
+    if reservation is None or reservation.node_uuid is None:
+        reasons.append('no Ironic node holds the instance (Nova says node '
+                       '%s)' % nova_node)
+    else:
+        if reservation.node_uuid != nova_node:
+            reasons.append('node %s holds the instance, Nova says %s'
+                           % (reservation.node_uuid, nova_node))
+        if reservation.group not in (None, group):
+            reasons.append('node %s carries the mark of group %s'
+                           % (reservation.node_uuid, reservation.group))
+        node = node or {}
+        if node.get('maintenance'):
+            reasons.append('node %s is in maintenance'
+                           % reservation.node_uuid)
+        if conductor_group is not None and (
+                node.get('conductor_group') or '') != conductor_group.lower():
+            reasons.append('node %s is in conductor group "%s", this group '
+                           'serves "%s"' % (reservation.node_uuid,
+                                            node.get('conductor_group') or '',
+                                            conductor_group))
+        if reservation.state != lifecycle.State.ACTIVE:
+            reasons.append('node %s is %s, not active' % (
+                reservation.node_uuid, reservation.node_state
+                or reservation.state))
+    if set(allocations) != {compute_node.uuid}:
+        reasons.append('its allocation is against %s, not only against '
+                       'the provider of node %s' % (
+                           ', '.join(sorted(allocations)) or 'nothing',
+                           compute_node.uuid))
+    return reasons
+
+
+class Migration(object):
+    """The plan of the move, as the service of ``host`` sees it.
+
+    :param reserver: this service's Reserver (``lookup``, ``ring``,
+        ``group``).
+    :param report_client: a callable returning Nova's placement client.
+    """
+
+    def __init__(self, reserver, host, report_client, conf):
+        self._reserver = reserver
+        self._host = host
+        self._report_client = report_client
+        self._conf = conf
+
+    def serve(self, request):
+        """The operator request ``migrate-plan`` (``migrate plan``)."""
+        return self.plan(nova_context.get_admin_context())
+
+    def plan(self, context):
+        """``{'compute_nodes': [...], 'instances': [...]}``; writes nothing.
+
+        ``compute_nodes``: the in-tree compute nodes (``uuid``, ``host``,
+        ``instances``).  ``instances``: one entry per instance on them
+        (``uuid``, ``name``, ``from``, ``node``, ``to``, ``resources``,
+        ``refused``: the reasons, empty when it would move).
+        """
+        client = self._report_client()
+        compute_nodes, entries = [], []
+        for compute_node in sorted(
+                (cn for cn in objects.ComputeNodeList.get_all(context)
+                 if in_tree(cn)), key=lambda cn: (cn.host, cn.uuid)):
+            instances = objects.InstanceList.get_by_host_and_node(
+                context, compute_node.host, compute_node.hypervisor_hostname,
+                expected_attrs=[])
+            compute_nodes.append({'uuid': compute_node.uuid,
+                                  'host': compute_node.host,
+                                  'instances': len(instances)})
+            for instance in instances:
+                entries.append(self._entry(context, client, compute_node,
+                                           instance))
+        LOG.info('Migration plan: %(nodes)d in-tree compute node(s), '
+                 '%(instances)d instance(s), %(refused)d refused',
+                 {'nodes': len(compute_nodes), 'instances': len(entries),
+                  'refused': sum(1 for e in entries if e['refused'])})
+        return {'compute_nodes': compute_nodes, 'instances': entries}
+
+    def _entry(self, context, client, compute_node, instance):
+        reservation = self._reserver.lookup(instance.uuid)
+        node = None
+        if reservation is not None and reservation.node_uuid is not None:
+            node = self._reserver.provider.node(reservation)
+        current = client.get_allocs_for_consumer(context, instance.uuid)
+        allocations = {provider: dict(allocation['resources'])
+                       for provider, allocation in
+                       (current.get('allocations') or {}).items()}
+        nova_node = compute_node.hypervisor_hostname
+        return {
+            'uuid': instance.uuid,
+            'name': instance.display_name,
+            'from': compute_node.host,
+            'node': nova_node,
+            'to': self._reserver.ring.owner(
+                reservation.shard if reservation and reservation.shard
+                else nova_node),
+            'resources': allocations.get(compute_node.uuid, {}),
+            'refused': refusals(
+                instance, compute_node, reservation, node, allocations,
+                self._reserver.group,
+                self._conf.ironic_multi.conductor_group),
+        }
