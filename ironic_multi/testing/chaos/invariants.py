@@ -46,12 +46,16 @@ INVARIANTS = (ONE_NODE_PER_INSTANCE, GIVEN_TWICE, ACTIVE_HOLDS_A_NODE,
 # chaos report lists them; tests/unit/test_chaos.py checks that each
 # exists and names its invariant.
 _UNIT = 'tests/unit/test_chaos.py::'
+_CLOUD = 'tests/cloud/test_chaos_checker.py::'
 PROVEN_BY = {
+    # Ironic refuses an instance on a second node (HTTP 409): the cloud
+    # test checks that refusal, and the checker on samples only.
     ONE_NODE_PER_INSTANCE: (_UNIT + 'test_an_instance_on_two_nodes',
                             _UNIT + 'test_no_safety_violation_is_forgiven'),
     GIVEN_TWICE: (
         _UNIT + 'test_a_node_that_went_to_another_instance_is_given_twice',
-        _UNIT + 'test_no_safety_violation_is_forgiven'),
+        _UNIT + 'test_no_safety_violation_is_forgiven',
+        _CLOUD + 'test_a_node_given_to_another_instance_by_a_direct_patch'),
     ACTIVE_HOLDS_A_NODE: (_UNIT + 'test_an_active_server_without_a_node',),
     PROJECT: (_UNIT + 'test_a_node_of_another_project',),
     FOREIGN_UNTOUCHED: (
@@ -60,11 +64,15 @@ PROVEN_BY = {
                 'refused_or_not',
         'tests/functional/test_foreign_nodes.py::'
         'test_the_chaos_runs_other_deployers_survive_housekeeping'),
-    SETTLED: (_UNIT + 'test_settled_leaks_and_host_marks',),
-    NO_LEAK: (_UNIT + 'test_settled_leaks_and_host_marks',),
+    SETTLED: (_UNIT + 'test_settled_leaks_and_host_marks',
+              _CLOUD + 'test_a_server_hung_in_build'),
+    NO_LEAK: (_UNIT + 'test_settled_leaks_and_host_marks',
+              _CLOUD + 'test_a_leaked_node'),
     ONE_MANAGER: (_UNIT + 'test_settled_leaks_and_host_marks',),
-    CAPACITY: (_UNIT + 'test_placement_held_apart_from_ironic',),
-    TYPED_ERRORS: (_UNIT + 'test_an_untyped_error_in_a_log_fails_the_run',),
+    CAPACITY: (_UNIT + 'test_placement_held_apart_from_ironic',
+               _CLOUD + 'test_placement_held_apart_from_ironic'),
+    TYPED_ERRORS: (_UNIT + 'test_an_untyped_error_in_a_log_fails_the_run',
+                   _CLOUD + 'test_an_untyped_exception_in_a_compute_log'),
     BOUNDED: (_UNIT + 'test_an_operation_that_never_ended_is_a_violation',),
     WATCHED: (_UNIT + 'test_failed_looks_fail_the_run',
               _UNIT + 'test_the_watch_is_judged'),
@@ -259,6 +267,13 @@ def check_host_marks(servers, nodes, group):
                           '%s, Nova says %s' % (node['uuid'], server['name'],
                                                 host, server.get('host'))))
     return found
+
+
+def check_typed(untyped):
+    """The ERROR records :mod:`.logscan` found untyped, as violations."""
+    return [(TYPED_ERRORS, '%s: %s (%s)' % (
+        record.service, record.exception, record.message[:200]))
+        for record in untyped]
 
 
 def check_capacity(wrong):

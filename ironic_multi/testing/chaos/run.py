@@ -578,9 +578,8 @@ class ChaosRun(object):
         self._forgive()
         untyped = [e for e in errors if logscan.classify(e) ==
                    logscan.UNTYPED]
-        for record in untyped:
-            self.history.violation(invariants.TYPED_ERRORS, '%s: %s (%s)' % (
-                record.service, record.exception, record.message[:200]))
+        for invariant, detail in invariants.check_typed(untyped):
+            self.history.violation(invariant, detail)
         result = Result(self.history, logscan.summary(errors), untyped)
         base = os.path.join(self.options.output,
                             'chaos-%s' % self.options.seed)
