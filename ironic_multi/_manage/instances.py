@@ -36,12 +36,16 @@ class InstancesAdopt(base.ShowOne):
     answering service and what it adopted.
     """
 
+    #: The services' request.
+    OP = 'adopt'
+    FROM_HELP = ('The compute service host whose instances to adopt (the '
+                 'one that is down).')
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--from', dest='source', required=True, metavar='HOST',
-            help='The compute service host whose instances to adopt (the '
-                 'one that is down).')
+            help=self.FROM_HELP)
         parser.add_argument(
             '--to', dest='target', metavar='HOST',
             help='The live compute service host that adopts them (default: '
@@ -59,7 +63,7 @@ class InstancesAdopt(base.ShowOne):
             raise base.ManageError('A host cannot adopt its own instances')
         timeout = self.sources.timeout(parsed_args)
         answers = self.sources.ask(
-            'adopt', {'from': source}, host=target,
+            self.OP, {'from': source}, host=target,
             expected=None if target is None else [target], timeout=timeout)
         if not answers:
             raise base.ManageError('No live service answered within %s s'

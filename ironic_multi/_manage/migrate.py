@@ -12,9 +12,10 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``migrate plan``: what the move from Nova's in-tree driver would take."""
+"""``migrate plan`` and ``apply``: the move from Nova's in-tree driver."""
 
 from ironic_multi._manage import base
+from ironic_multi._manage import instances
 
 
 class MigratePlan(base.Lister):
@@ -69,3 +70,22 @@ class MigratePlan(base.Lister):
             self.exit_code = 1
         return (('From', 'Node', 'Instance', 'Name', 'To', 'Resources',
                  'Outcome', 'Reasons'), rows)
+
+
+class MigrateApply(instances.InstancesAdopt):
+    """Move the servers of a host of Nova's in-tree Ironic driver here.
+
+    Stop the in-tree nova-compute of that host and force it down first.
+    A live service of this driver then adopts every server that "migrate
+    plan" finds nothing against: its placement allocation moves from its
+    node's provider to the service's, its node gets this group's mark and
+    the service's host mark, and Nova's instance its host and node.  The
+    node is otherwise left as it is: no power action, no deploy, no tear
+    down.  Run it again after a failure: what moved stays moved.  Shows
+    the answering service, the servers it adopted and those it skipped,
+    with why.
+    """
+
+    OP = 'migrate-apply'
+    FROM_HELP = ('The host of the in-tree nova-compute service whose '
+                 'servers to move (stopped and forced down).')

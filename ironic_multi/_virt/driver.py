@@ -142,7 +142,9 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 self._reserver))
         self._reserver.add_request_handler('adopt', self._takeover.serve)
         self._reserver.add_request_handler('migrate-plan', migration.Migration(
-            self._reserver, host, self._report_client, CONF).serve)
+            self._reserver, self._takeover, self._report_client, CONF).serve)
+        self._reserver.add_request_handler('migrate-apply',
+                                           self._takeover.serve_migration)
         if takeover.enabled(CONF):
             # As often as the pool refresh: a look at Nova's services
             # table per interval, well inside Nova's own service_down_time;

@@ -22,10 +22,15 @@ writes nothing, what the move would take: each in-tree compute node, the
 instance on it and its allocation, the service that would take the
 instance over (the owner of the node's shard on the ring), and every
 reason an instance would be refused.  A compute node that holds no
-instance would only be removed.
+instance would only be removed.  A host switched in place (its
+nova-compute restarted with this driver, under the same name) moves its
+own instances.
 
-The move itself (``migrate apply``) is not built yet: the plan is what an
-operator reads before the cut-over, and what the move will refuse.
+The move itself (``migrate apply``) is a takeover
+(:mod:`~ironic_multi._virt.takeover`) of the in-tree host: the same
+service, the same lock and fences, the same order of writes, with each
+instance's allocation taken from its node's provider, and every instance
+that the plan refuses left where it is.
 """
 
 from nova.compute import vm_states
@@ -51,11 +56,12 @@ def in_tree(compute_node):
                 compute_node.host))
 
 
-def refusals(instance, compute_node, reservation, node, allocations,
-             group, conductor_group=None):
+def refusals(instance, reservation, node, allocations, group,
+             conductor_group=None, moved_to=None):
     """Why ``instance`` cannot move; empty when it can.
 
-    :param compute_node: its in-tree compute node.
+    :param instance: on an in-tree compute node: its ``node`` is the
+        Ironic node's UUID, and that of its compute node and provider.
     :param reservation: its node's reservation as the node provider sees
         it (:class:`~.lifecycle.Reservation`), or None.
     :param node: the node provider's node dict of the reservation, or None.
@@ -64,6 +70,8 @@ def refusals(instance, compute_node, reservation, node, allocations,
     :param group: this coordination group's name.
     :param conductor_group: the one conductor group this group serves, if
         it is limited to one.
+    :param moved_to: the provider a move that stopped half way left the
+        allocation on, which is where it would go.
     """
     reasons = []
     if instance.task_state:
@@ -71,14 +79,13 @@ def refusals(instance, compute_node, reservation, node, allocations,
     if instance.vm_state not in MOVABLE:
         reasons.append('the server is %s; only %s servers move'
                        % (instance.vm_state, ' or '.join(MOVABLE)))
-    nova_node = compute_node.hypervisor_hostname
     if reservation is None or reservation.node_uuid is None:
         reasons.append('no Ironic node holds the instance (Nova says node '
-                       '%s)' % nova_node)
+                       '%s)' % instance.node)
     else:
-        if reservation.node_uuid != nova_node:
+        if reservation.node_uuid != instance.node:
             reasons.append('node %s holds the instance, Nova says %s'
-                           % (reservation.node_uuid, nova_node))
+                           % (reservation.node_uuid, instance.node))
         if reservation.group not in (None, group):
             reasons.append('node %s carries the mark of group %s'
                            % (reservation.node_uuid, reservation.group))
@@ -96,25 +103,45 @@ def refusals(instance, compute_node, reservation, node, allocations,
             reasons.append('node %s is %s, not active' % (
                 reservation.node_uuid, reservation.node_state
                 or reservation.state))
-    if set(allocations) != {compute_node.uuid}:
+    if len(allocations) != 1 or not set(allocations) <= {instance.node,
+                                                         moved_to}:
         reasons.append('its allocation is against %s, not only against '
                        'the provider of node %s' % (
                            ', '.join(sorted(allocations)) or 'nothing',
-                           compute_node.uuid))
+                           instance.node))
     return reasons
+
+
+def in_tree_nodes(context, host=None):
+    """Nova's compute nodes of the in-tree driver (of ``host``), sorted."""
+    if host is None:
+        found = objects.ComputeNodeList.get_all(context)
+    else:
+        found = objects.ComputeNodeList.get_all_by_host(context, host)
+    return sorted((cn for cn in found if in_tree(cn)),
+                  key=lambda cn: (cn.host, cn.uuid))
+
+
+def allocations_of(current):
+    """``{provider: {resource class: units}}`` of GET /allocations/{c}."""
+    return {provider: dict(allocation['resources'])
+            for provider, allocation in
+            (current.get('allocations') or {}).items()}
 
 
 class Migration(object):
     """The plan of the move, as the service of ``host`` sees it.
 
-    :param reserver: this service's Reserver (``lookup``, ``ring``,
-        ``group``).
+    :param reserver: this service's Reserver (``lookup``, ``group``,
+        ``provider``).
+    :param takeover: this service's :class:`~.takeover.Takeover`, which
+        makes the move (``migrate apply``) and says who adopts.
     :param report_client: a callable returning Nova's placement client.
     """
 
-    def __init__(self, reserver, host, report_client, conf):
+    def __init__(self, reserver, takeover, report_client, conf):
         self._reserver = reserver
-        self._host = host
+        self._takeover = takeover
         self._report_client = report_client
         self._conf = conf
 
@@ -127,50 +154,47 @@ class Migration(object):
 
         ``compute_nodes``: the in-tree compute nodes (``uuid``, ``host``,
         ``instances``).  ``instances``: one entry per instance on them
-        (``uuid``, ``name``, ``from``, ``node``, ``to``, ``resources``,
-        ``refused``: the reasons, empty when it would move).
+        (``uuid``, ``name``, ``from``, ``node``, ``to``: the service that
+        would move it, ``resources``, ``refused``: the reasons, empty
+        when it would move).
         """
         client = self._report_client()
+        down = self._takeover.survey(context).down
         compute_nodes, entries = [], []
-        for compute_node in sorted(
-                (cn for cn in objects.ComputeNodeList.get_all(context)
-                 if in_tree(cn)), key=lambda cn: (cn.host, cn.uuid)):
+        for compute_node in in_tree_nodes(context):
             instances = objects.InstanceList.get_by_host_and_node(
                 context, compute_node.host, compute_node.hypervisor_hostname,
                 expected_attrs=[])
             compute_nodes.append({'uuid': compute_node.uuid,
                                   'host': compute_node.host,
                                   'instances': len(instances)})
+            adopter = self._takeover.in_tree_adopter(compute_node.host,
+                                                     down)
             for instance in instances:
                 entries.append(self._entry(context, client, compute_node,
-                                           instance))
+                                           instance, adopter))
         LOG.info('Migration plan: %(nodes)d in-tree compute node(s), '
                  '%(instances)d instance(s), %(refused)d refused',
                  {'nodes': len(compute_nodes), 'instances': len(entries),
                   'refused': sum(1 for e in entries if e['refused'])})
         return {'compute_nodes': compute_nodes, 'instances': entries}
 
-    def _entry(self, context, client, compute_node, instance):
+    def _entry(self, context, client, compute_node, instance, adopter):
         reservation = self._reserver.lookup(instance.uuid)
         node = None
         if reservation is not None and reservation.node_uuid is not None:
             node = self._reserver.provider.node(reservation)
-        current = client.get_allocs_for_consumer(context, instance.uuid)
-        allocations = {provider: dict(allocation['resources'])
-                       for provider, allocation in
-                       (current.get('allocations') or {}).items()}
-        nova_node = compute_node.hypervisor_hostname
+        allocations = allocations_of(
+            client.get_allocs_for_consumer(context, instance.uuid))
         return {
             'uuid': instance.uuid,
             'name': instance.display_name,
             'from': compute_node.host,
-            'node': nova_node,
-            'to': self._reserver.ring.owner(
-                reservation.shard if reservation and reservation.shard
-                else nova_node),
+            'node': compute_node.hypervisor_hostname,
+            'to': adopter,
             'resources': allocations.get(compute_node.uuid, {}),
             'refused': refusals(
-                instance, compute_node, reservation, node, allocations,
+                instance, reservation, node, allocations,
                 self._reserver.group,
                 self._conf.ironic_multi.conductor_group),
         }

@@ -120,6 +120,7 @@ import tooz
 from ironic_multi._reservation import leader
 from ironic_multi._reservation import membership as membership_mod
 from ironic_multi._virt import host as host_mod
+from ironic_multi._virt import migration
 from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
@@ -140,6 +141,8 @@ _LOST = 'compute host %s was lost (%s) during %s'
 # The fields of a Nova instance that an adoption moves.
 _MOVED = ('host', 'node', 'compute_id')
 # Why a host is not taken over: its nova-compute process lives.
+# Why the in-tree driver's instances are adopted, in the log.
+_MIGRATED = 'moved from Nova\'s in-tree Ironic driver'
 _IN_THE_GROUP = ('it is a live member of the coordination group (its '
                  'nova-compute runs)')
 
@@ -238,6 +241,14 @@ def _first_line(error):
     """An error's message without the traceback a remote one carries."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def _source_rp(instance, source, in_tree):
+    """The provider an instance's allocation moves from.
+
+    The in-tree driver's compute node and provider are its node's.
+    """
+    return instance.node if in_tree else host_mod.compute_node_uuid(source)
 
 
 def _moving(current, source):
@@ -377,6 +388,16 @@ class Takeover(object):
         return self._reserver.ring.owner(source,
                                          ignore=set(down) | {source})
 
+    def in_tree_adopter(self, source, down=()):
+        """The live host that moves the in-tree instances of ``source``.
+
+        ``source`` itself when its nova-compute runs this driver now (a
+        switch in place); else its owner on the ring, as for a lost host.
+        """
+        if source in self._member_hosts():
+            return source
+        return self.adopter(source, down)
+
     # -- the periodic and the operator request ----------------------------
 
     def run(self, context=None):
@@ -415,12 +436,24 @@ class Takeover(object):
             not a compute service of this driver, or Nova reports it up
             and not forced down; or Nova reports this host down.
         """
+        return self._serve_safely(request)
+
+    def serve_migration(self, request):
+        """The operator request ``migrate-apply`` (``migrate apply``).
+
+        As ``adopt``, from a host of Nova's in-tree Ironic driver: each
+        instance that :func:`.migration.refusals` finds nothing against
+        moves to this driver, with its node left as it is.
+        """
+        return self._serve_safely(request, in_tree=True)
+
+    def _serve_safely(self, request, in_tree=False):
         args = request.get('args') or {}
         source = args.get('from')
         if not source:
             raise self._refused(source, 'the request names no host')
         try:
-            return self._serve(request, source, args)
+            return self._serve(request, source, in_tree)
         except exception.IronicMultiError:
             raise
         except Exception as e:
@@ -428,23 +461,54 @@ class Takeover(object):
             LOG.exception('Adopting the instances of %s failed', source)
             raise self._refused(source, 'it failed: %s' % e)
 
-    def _serve(self, request, source, args):
+    def _serve(self, request, source, in_tree):
         context = nova_context.get_admin_context()
         survey = self.survey(context)
+        if in_tree:
+            return self._serve_in_tree(request, context, source, survey)
         if (request.get('host') is None
                 and self.adopter(source, survey.down) != self.host):
             return None
         if source == self.host:
             raise self._refused(source, 'a host cannot adopt its own '
                                         'instances')
+        self._check_source(context, source, survey)
+        if not self.drivers_host(context, source):
+            raise self._refused(source, 'its compute node is not one of '
+                                        'this driver\'s')
+        self._check_lost(source, survey)
+        return self.adopt(context, source, wait=REQUEST_LOCK_WAIT)
+
+    def _serve_in_tree(self, request, context, source, survey):
+        # A host switched to this driver in place (its nova-compute now
+        # runs this driver, under the same host name) moves its own
+        # instances; a host whose service stays stopped is adopted, as a
+        # lost one is, by its ring owner.
+        acting = self.in_tree_adopter(source, survey.down)
+        switched = acting == source
+        if request.get('host') is None and acting != self.host:
+            return None
+        self._check_source(context, source, survey)
+        if not migration.in_tree_nodes(context, source):
+            raise self._refused(source, 'it has no compute node of Nova\'s '
+                                        'in-tree Ironic driver')
+        if switched and source != self.host:
+            raise self._refused(source, 'its nova-compute runs this driver '
+                                        'now: it moves its own instances '
+                                        '(--to %s)' % source)
+        if not switched:
+            self._check_lost(source, survey)
+        return self.adopt(context, source, why=_MIGRATED,
+                          wait=REQUEST_LOCK_WAIT, in_tree=True)
+
+    def _check_source(self, context, source, survey):
         if self.host in survey.down:
             raise self._refused(source, 'Nova reports %s down' % self.host)
         if source not in survey.services:
             raise self._refused(source, 'Nova has no %s service on host %s'
                                 % (BINARY, source))
-        if not self.drivers_host(context, source):
-            raise self._refused(source, 'its compute node is not one of '
-                                        'this driver\'s')
+
+    def _check_lost(self, source, survey):
         # No override: a service Nova reports up may be running, and two
         # services must never manage one instance.  Forcing it down in
         # Nova is the operator's statement that it is not.
@@ -455,7 +519,6 @@ class Takeover(object):
                         'service set --down %s %s)' % (source, BINARY))
         if source in self._member_hosts():
             raise self._refused(source, _IN_THE_GROUP + '; stop it first')
-        return self.adopt(context, source, wait=REQUEST_LOCK_WAIT)
 
     def _refused(self, source, reason):
         return exception.TakeoverRefused(host=self.host, source=source,
@@ -463,7 +526,8 @@ class Takeover(object):
 
     # -- adoption ---------------------------------------------------------
 
-    def adopt(self, context, source, why='Nova reports it down', wait=0):
+    def adopt(self, context, source, why='Nova reports it down', wait=0,
+              in_tree=False):
         """Adopt every instance Nova has on ``source``; idempotent.
 
         :param why: why ``source`` counts as lost, for the instance faults
@@ -473,16 +537,20 @@ class Takeover(object):
             (JSON).
         :param wait: seconds to wait for another service's takeover of
             ``source`` to end.
+        :param in_tree: ``source`` runs Nova's in-tree Ironic driver: each
+            instance's allocation is against its node's provider, and an
+            instance that :func:`.migration.refusals` finds anything
+            against is skipped (its task is never ended).
         :raises TakeoverRefused: ``source`` is this host, or another
             service is adopting its instances right now.
         """
         started = time.monotonic()
-        if source == self.host:
+        if source == self.host and not in_tree:
             raise self._refused(source, 'a host cannot adopt its own '
                                         'instances')
         lock = self._lock(source, wait)
         try:
-            result = self._adopt(context, source, lock, why)
+            result = self._adopt(context, source, lock, why, in_tree)
         finally:
             self._release(lock)
         result['seconds'] = round(time.monotonic() - started, 3)
@@ -515,12 +583,15 @@ class Takeover(object):
     def _fence(self, source, lock):
         """Before each write: the lock is ours, ``source`` still gone.
 
+        This host's own in-tree instances have no other service to come
+        back: only the lock is checked.
+
         :raises TakeoverRefused: the backend says the lock is not ours, or
             ``source`` has a live member in the group again (it came
             back), or the backend cannot say.
         """
         self._still_locked(source, lock)
-        if source in self._member_hosts():
+        if source != self.host and source in self._member_hosts():
             raise self._refused(source, _IN_THE_GROUP)
 
     def _still_locked(self, source, lock):
@@ -539,20 +610,41 @@ class Takeover(object):
     def _release(self, lock):
         leader.give_up(self._reserver.membership, lock, 'a takeover lock')
 
-    def _adopt(self, context, source, lock, why):
+    def _adopt(self, context, source, lock, why, in_tree=False):
         result = {'host': self.host, 'from': source, 'adopted': [],
                   'ended': {}, 'skipped': {}}
         skipped = result['skipped']
         instances = objects.InstanceList.get_by_host(context, source,
                                                      expected_attrs=[])
+        if in_tree:
+            # Only those on the in-tree driver's compute nodes: a host
+            # switched in place has this driver's instances too.
+            in_tree_nodes = {cn.hypervisor_hostname for cn in
+                             migration.in_tree_nodes(context, source)}
+            instances = [i for i in instances if i.node in in_tree_nodes]
         if not instances:
+            if in_tree:
+                result['removed'] = self._remove_empty(context,
+                                                       self._client(),
+                                                       source, lock)
             return result
         node = objects.ComputeNode.get_by_uuid(
             context, host_mod.compute_node_uuid(self.host))
-        source_rp = host_mod.compute_node_uuid(source)
         client = self._client()
         plans = []
         for instance in sorted(instances, key=lambda i: i.uuid):
+            if in_tree:
+                try:
+                    reservation, current, reason = self._check_in_tree(
+                        context, client, instance, source, node)
+                except _INSTANCE_ERRORS as e:
+                    reservation, reason = None, 'cannot read it: %s' % (
+                        _first_line(e))
+                if reason is None:
+                    plans.append((instance, reservation, current))
+                else:
+                    skipped[instance.uuid] = reason
+                continue
             if unfinished(instance):
                 # A write to Nova: the fence first.
                 self._fence(source, lock)
@@ -574,8 +666,9 @@ class Takeover(object):
             if reason is not None:
                 skipped[instance.uuid] = reason
         needed = collections.Counter()
-        for _instance, _reservation, current in plans:
-            needed.update(_moving(current, source_rp))
+        for instance, _reservation, current in plans:
+            needed.update(_moving(current, _source_rp(instance, source,
+                                                      in_tree)))
         if plans:
             # Placement's inventory is the first write: the fence first.
             self._fence(source, lock)
@@ -586,7 +679,8 @@ class Takeover(object):
             self._fence(source, lock)
             try:
                 self._adopt_one(context, client, instance, reservation,
-                                current, source, node)
+                                current, source, node,
+                                _source_rp(instance, source, in_tree))
             except _INSTANCE_ERRORS as e:
                 LOG.warning('Adopting instance %(instance)s from %(source)s '
                             'failed: %(error)s', {'instance': instance.uuid,
@@ -595,7 +689,47 @@ class Takeover(object):
                 skipped[instance.uuid] = _first_line(e)
             else:
                 result['adopted'].append(instance.uuid)
+        if in_tree:
+            result['removed'] = self._remove_empty(context, client, source,
+                                                   lock)
         return result
+
+    def _remove_empty(self, context, client, source, lock):
+        """Remove the in-tree compute nodes of ``source`` that hold nothing.
+
+        No instance on it, no allocation against its provider: the
+        provider goes first (placement refuses while an allocation
+        appears), then, once it is gone, the compute node.  Left there,
+        the scheduler could pick a provider that no driver serves.
+        """
+        removed = []
+        for compute_node in migration.in_tree_nodes(context, source):
+            self._fence(source, lock)
+            try:
+                if (objects.InstanceList.get_uuids_by_host_and_node(
+                        context, source, compute_node.hypervisor_hostname)
+                        or client.get_allocations_for_resource_provider(
+                            context, compute_node.uuid).allocations):
+                    continue
+                client.delete_resource_provider(context, compute_node)
+                # Nova's client says nothing of a provider in use.
+                if client.get('/resource_providers/%s' % compute_node.uuid,
+                              global_request_id=context.global_id):
+                    continue
+                compute_node.destroy()
+            except _INSTANCE_ERRORS as e:
+                LOG.warning('Cannot remove compute node %(node)s of the '
+                            'in-tree driver on %(source)s: %(error)s',
+                            {'node': compute_node.uuid, 'source': source,
+                             'error': _first_line(e)})
+                continue
+            removed.append(compute_node.uuid)
+        if removed:
+            LOG.info('Removed %(count)d empty compute node(s) of the in-tree '
+                     'driver on %(source)s: %(nodes)s',
+                     {'count': len(removed), 'source': source,
+                      'nodes': ', '.join(removed)})
+        return removed
 
     def _end_task(self, context, instance, source, why):
         """Set to ERROR an instance the lost host left unfinished.
@@ -631,8 +765,29 @@ class Takeover(object):
                           % (reservation.node_uuid, reservation.host))
         return reservation, None
 
+    def _check_in_tree(self, context, client, instance, source, node):
+        """``(reservation, allocation, None)`` or ``(.., why it stays)``.
+
+        The in-tree driver writes the host mark too (``nova_host_id``):
+        ``source``'s is expected.
+        """
+        reservation = self._reserver.lookup(instance.uuid)
+        found = None
+        if reservation is not None and reservation.node_uuid is not None:
+            found = self._reserver.provider.node(reservation)
+        current = client.get_allocs_for_consumer(context, instance.uuid)
+        reasons = migration.refusals(
+            instance, reservation, found,
+            migration.allocations_of(current), self._reserver.group,
+            self._conf.ironic_multi.conductor_group, moved_to=node.uuid)
+        marked = reservation.host if reservation is not None else None
+        if marked not in (None, source, self.host):
+            reasons.append('its node %s is marked for host %s'
+                           % (reservation.node_uuid, reservation.host))
+        return reservation, current, '; '.join(reasons) or None
+
     def _adopt_one(self, context, client, instance, reservation, current,
-                   source, node):
+                   source, node, source_rp):
         # The order makes a run that crashed half way repaired by the next
         # run (an error half way gives back what moved, below):
         # - Nova's instance.host moves last: it is how a run finds the
@@ -647,13 +802,13 @@ class Takeover(object):
         #   (Nova still routes to the lost one) for longer.
         # - The allocation move reads what placement has and replaces only
         #   the lost host's provider: done twice, it finds nothing to move.
-        source_rp = host_mod.compute_node_uuid(source)
         self._move_allocation(context, client, instance.uuid, current,
                               source_rp, node.uuid)
         before = {field: getattr(instance, field) for field in _MOVED
                   if instance.obj_attr_is_set(field)}
         try:
-            if reservation.host != self.host:
+            if (reservation.host != self.host
+                    or not reservation.owned_by(self._reserver.group)):
                 self._reserver.adopt(instance.uuid)
             instance.host = self.host
             instance.node = node.hypervisor_hostname

@@ -12,7 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``migrate plan`` on a cloud that Nova's in-tree Ironic driver built.
+"""``migrate plan`` and ``apply`` on a cloud of Nova's in-tree driver.
 
 Four servers boot under the in-tree driver; one node stays free.  The
 in-tree compute stops and this driver's starts, as the cut-over runbook
@@ -20,6 +20,10 @@ says.  The plan then lists the four in-tree compute nodes that hold a
 server and the free one, says which server moves where and why the
 others would not (a node in maintenance, a server in ERROR, a node marked
 by another group), and writes nothing: not to Ironic, Nova or placement.
+``apply`` moves the one server, with no provision or power write to its
+node, and skips the others with the plan's reasons; again, it moves
+nothing.  The moved server then reboots, stops, starts and is deleted
+through Nova's API.
 """
 
 import json
@@ -33,6 +37,10 @@ HOST = 'compute1'
 # What the plan must leave as it was.
 NODE_FIELDS = ('uuid', 'instance_uuid', 'instance_info', 'extra',
                'provision_state', 'power_state', 'maintenance')
+# What no move may change: a provision or power write changes one.
+UNTOUCHED = ('provision_state', 'target_provision_state',
+             'provision_updated_at', 'power_state', 'target_power_state',
+             'instance_uuid', 'maintenance')
 
 
 class MigratePlanTest(nova_base.IronicMultiTestBase):
@@ -55,6 +63,9 @@ class MigratePlanTest(nova_base.IronicMultiTestBase):
         }
 
     def test_plan_lists_moves_and_refusals_and_writes_nothing(self):
+        self._plan()
+
+    def _plan(self):
         self.start_compute(IN_TREE_HOST, driver=nova_services.IN_TREE_DRIVER)
         self.run_periodics()
         servers = [self.boot() for _ in range(4)]
@@ -107,3 +118,121 @@ class MigratePlanTest(nova_base.IronicMultiTestBase):
 
         # Read-only.
         self.assertEqual(before, self._state(servers))
+        return servers, nodes
+
+    def _apply(self, conf_file):
+        code, out, err = self.manage(
+            '--config-file', conf_file, 'migrate', 'apply', '--from',
+            IN_TREE_HOST, '-f', 'json', '--timeout', '30')
+        return code, (json.loads(out) if out else None), err
+
+    def test_apply_moves_what_the_plan_allows_and_nothing_twice(self):
+        servers, nodes = self._plan()
+        moves, maintenance, failed, foreign = servers
+        conf_file = self.manage_config_file()
+        untouched = {uuid: {f: self.ironic.get_node(uuid)[f]
+                            for f in UNTOUCHED}
+                     for uuid in nodes.values()}
+
+        # The in-tree service is stopped, but Nova does not know yet.
+        code, _answer, err = self._apply(conf_file)
+        self.assertEqual(1, code, err)
+        self.assertIn('Nova reports it up and not forced down', err)
+
+        self.force_down(IN_TREE_HOST)
+        code, answer, err = self._apply(conf_file)
+        self.assertEqual(0, code, err)
+        self.record('apply', answer)
+        self.assertEqual((HOST, IN_TREE_HOST, [moves['id']]),
+                         (answer['Host'], answer['From'], answer['Adopted']))
+        self.assertEqual({maintenance['id'], failed['id'], foreign['id']},
+                         set(answer['Skipped']))
+        self.assertIn('is in maintenance', answer['Skipped'][
+            maintenance['id']])
+
+        moved = self._show_server(moves)
+        self.assertEqual(('ACTIVE', HOST, HOST), (
+            moved['status'], moved['OS-EXT-SRV-ATTR:host'],
+            moved['OS-EXT-SRV-ATTR:hypervisor_hostname']))
+        node = self.node_of(moves['id'])
+        self.assertEqual(nodes[moves['id']], node['uuid'])
+        for uuid, fields in untouched.items():
+            now = self.ironic.get_node(uuid)
+            self.assertEqual(fields, {f: now[f] for f in UNTOUCHED}, uuid)
+        self.assertEqual({self._get_provider_uuid_by_host(HOST):
+                          {'CUSTOM_BAREMETAL': 1}},
+                         self.server_allocation(moves['id']))
+        for server in (maintenance, failed, foreign):
+            self.assertEqual(IN_TREE_HOST, self._show_server(server)[
+                'OS-EXT-SRV-ATTR:host'])
+        # The in-tree compute nodes (and providers) left holding nothing
+        # are gone: the moved server's and the free node's.
+        providers = {p['uuid'] for p in self.providers()}
+        kept = {nodes[s['id']] for s in (maintenance, failed, foreign)}
+        self.assertEqual(set(answer['Removed']),
+                         set(untouched) - kept | (set(
+                             n['uuid'] for n in self.ironic.list_nodes())
+                             - set(untouched)))
+        self.assertEqual(set(), set(answer['Removed']) & providers)
+        self.assertEqual(kept, providers - {
+            self._get_provider_uuid_by_host(HOST)})
+
+        # Again: nothing moves twice.
+        code, answer, err = self._apply(conf_file)
+        self.assertEqual((0, [], []),
+                         (code, answer['Adopted'], answer['Removed']), err)
+
+        # Managed here now.
+        moves = self._reboot_server(moved, hard=True)
+        moves = self._stop_server(moves)
+        moves = self._start_server(moves)
+        self.assertEqual('ACTIVE', self._show_server(moves)['status'])
+        self.delete_and_check(moves)
+
+
+class SwitchInPlaceTest(nova_base.IronicMultiTestBase):
+    """The in-tree nova-compute restarted with this driver, same host."""
+
+    COMPUTES = 0
+    NODES = 3
+    NODE_PROPERTIES = nova_services.IN_TREE_NODE_PROPERTIES
+
+    def test_a_host_switched_in_place_moves_its_own_servers(self):
+        self.start_compute(HOST, driver=nova_services.IN_TREE_DRIVER)
+        self.run_periodics()
+        servers = [self.boot() for _ in range(2)]
+        nodes = {s['id']: s['OS-EXT-SRV-ATTR:hypervisor_hostname']
+                 for s in servers}
+        self.computes[HOST].stop()
+        self.start_compute(HOST)
+        conf_file = self.manage_config_file()
+
+        code, out, err = self.manage('--config-file', conf_file, 'migrate',
+                                     'plan', '-f', 'json', '--timeout', '30')
+        self.assertEqual(0, code, err)
+        plan = [row for row in json.loads(out) if row['Instance']]
+        self.assertEqual({(HOST, HOST, 'moves')},
+                         {(r['From'], r['To'], r['Outcome']) for r in plan})
+
+        code, out, err = self.manage(
+            '--config-file', conf_file, 'migrate', 'apply', '--from', HOST,
+            '-f', 'json', '--timeout', '30')
+        self.assertEqual(0, code, err)
+        answer = json.loads(out)
+        self.assertEqual(sorted(nodes), answer['Adopted'])
+        # Every in-tree compute node and provider is gone.
+        self.assertEqual({self._get_provider_uuid_by_host(HOST)},
+                         {p['uuid'] for p in self.providers()})
+        for server in servers:
+            shown = self._show_server(server)
+            self.assertEqual((HOST, HOST, 'ACTIVE'), (
+                shown['OS-EXT-SRV-ATTR:host'],
+                shown['OS-EXT-SRV-ATTR:hypervisor_hostname'],
+                shown['status']))
+            node = self.ironic.get_node(nodes[server['id']])
+            self.assertEqual(
+                self.driver_of(self.computes[HOST]).reserver.group,
+                ownership.of(node)['group'])
+        self._reboot_server(self._show_server(servers[0]), hard=True)
+        for server in servers:
+            self.delete_and_check(server)

@@ -34,7 +34,7 @@ def compute_node(host='intree1', hypervisor_hostname=NODE, uuid=NODE,
 
 def instance(vm_state='active', task_state=None):
     return types.SimpleNamespace(uuid=INSTANCE, vm_state=vm_state,
-                                 task_state=task_state)
+                                 task_state=task_state, node=NODE)
 
 
 def reservation(node_uuid=NODE, group=None, state=lifecycle.State.ACTIVE,
@@ -55,19 +55,22 @@ def test_in_tree_compute_nodes_are_one_per_ironic_node():
 
 
 def _refusals(inst=None, res='default', node=None, allocations=None,
-              conductor_group=None):
+              conductor_group=None, moved_to=None):
     return migration.refusals(
-        inst or instance(), compute_node(),
+        inst or instance(),
         reservation() if res == 'default' else res,
         node if node is not None else {'maintenance': False},
         {NODE: {'CUSTOM_BAREMETAL': 1}} if allocations is None
-        else allocations, GROUP, conductor_group)
+        else allocations, GROUP, conductor_group, moved_to)
 
 
 def test_an_active_server_on_its_deployed_node_moves():
     assert _refusals() == []
     assert _refusals(res=reservation(group=GROUP)) == []
     assert _refusals(inst=instance(vm_state='stopped')) == []
+    # A move that stopped half way: the allocation is where it goes.
+    assert _refusals(allocations={'rp': {'CUSTOM_BAREMETAL': 1}},
+                     moved_to='rp') == []
 
 
 @pytest.mark.parametrize('kwargs, reason', [
@@ -85,6 +88,8 @@ def test_an_active_server_on_its_deployed_node_moves():
                          node_state='deploy failed')},
      'is deploy failed, not active'),
     ({'allocations': {}}, 'its allocation is against nothing'),
+    ({'allocations': {'rp': {'CUSTOM_BAREMETAL': 1}}},
+     'its allocation is against rp, not only'),
     ({'allocations': {NODE: {'CUSTOM_BAREMETAL': 1},
                       'sharing': {'IPV4_ADDRESS': 1}}},
      'not only against the provider of node %s' % NODE),

@@ -1071,7 +1071,10 @@ def test_driver_registers_the_takeover(conf, flags, periodic):
     drv = driver.IronicMultiDriver(types.SimpleNamespace(reportclient='rc'),
                                    reserver=reserver)
     drv.init_host(fakes.HOST)
-    assert reserver.handlers == {'adopt': drv.takeover.serve}
+    assert sorted(reserver.handlers) == ['adopt', 'migrate-apply',
+                                         'migrate-plan']
+    assert reserver.handlers['adopt'] == drv.takeover.serve
+    assert reserver.handlers['migrate-apply'] == drv.takeover.serve_migration
     assert drv.takeover.host == fakes.HOST
     assert drv.takeover._client() == 'rc'
     registered = [(name, function.__wrapped__, interval)
