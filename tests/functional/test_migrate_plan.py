@@ -236,3 +236,60 @@ class SwitchInPlaceTest(nova_base.IronicMultiTestBase):
         self._reboot_server(self._show_server(servers[0]), hard=True)
         for server in servers:
             self.delete_and_check(server)
+
+
+class ResumeAndRaceTest(nova_base.IronicMultiTestBase):
+    """A run that stopped half way is finished; two runs take turns."""
+
+    COMPUTES = 0
+    NODES = 2
+    NODE_PROPERTIES = nova_services.IN_TREE_NODE_PROPERTIES
+
+    def test_a_second_run_waits_and_a_stopped_one_is_finished(self):
+        self.start_compute(IN_TREE_HOST, driver=nova_services.IN_TREE_DRIVER)
+        self.run_periodics()
+        servers = [self.boot() for _ in range(2)]
+        self.computes[IN_TREE_HOST].stop()
+        self.force_down(IN_TREE_HOST)
+        for host in (HOST, 'compute2'):
+            self.start_compute(host)
+        conf_file = self.manage_config_file()
+        apply = ('--config-file', conf_file, 'migrate', 'apply', '--from',
+                 IN_TREE_HOST, '--to', HOST, '-f', 'json', '--timeout',
+                 '30')
+        before = [self.server_allocation(s['id']) for s in servers]
+
+        # Another service moves this host's servers now: the second run
+        # waits for the group's lock, then says so, and moves nothing.
+        other = self.driver_of(self.computes['compute2']).takeover
+        lock = other._lock(IN_TREE_HOST)
+        try:
+            code, _out, err = self.manage(*apply)
+        finally:
+            other._release(lock)
+        self.assertEqual(1, code, err)
+        self.assertIn('another service is adopting them now', err)
+        self.assertEqual(before, [self.server_allocation(s['id'])
+                                  for s in servers])
+
+        # A run that stopped after its first write: the first server's
+        # allocation is on this driver's provider already.
+        target = self._get_provider_uuid_by_host(HOST)
+        first = servers[0]['id']
+        current = self.placement.get('/allocations/%s' % first,
+                                     version='1.28').body
+        self.placement.put('/allocations/%s' % first, {
+            'allocations': {target: {'resources': {'CUSTOM_BAREMETAL': 1}}},
+            'consumer_generation': current['consumer_generation'],
+            'project_id': current['project_id'],
+            'user_id': current['user_id']}, version='1.28')
+
+        code, out, err = self.manage(*apply)
+        self.assertEqual(0, code, err)
+        self.assertEqual(sorted(s['id'] for s in servers),
+                         json.loads(out)['Adopted'])
+        for server in servers:
+            self.assertEqual({target: {'CUSTOM_BAREMETAL': 1}},
+                             self.server_allocation(server['id']))
+            self.assertEqual(HOST, self._show_server(server)[
+                'OS-EXT-SRV-ATTR:host'])
