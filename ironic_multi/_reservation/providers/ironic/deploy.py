@@ -276,7 +276,10 @@ class Deployer(object):
             error=lambda reason: exception.DeployFailed(node=node,
                                                         reason=reason),
             what='deploy of node %s' % node,
-            failed=failed)
+            failed=failed,
+            # Ironic has just accepted the request: a read now would see
+            # the deploy (or rebuild) begin, and nothing more.
+            first_after=self._opts.state_poll_interval)
 
     # -- tear down --------------------------------------------------------
 

@@ -25,7 +25,8 @@ from oslo_log import log as logging
 LOG = logging.getLogger(__name__)
 
 
-def wait_for(read, done, timeout, interval, error, what, failed=None):
+def wait_for(read, done, timeout, interval, error, what, failed=None,
+             first_after=0.0):
     """Poll ``read()`` until ``done(value)``; return that value.
 
     :param read: returns the current value (usually a node dict).
@@ -36,8 +37,12 @@ def wait_for(read, done, timeout, interval, error, what, failed=None):
     :param what: what is awaited, for logs and errors.
     :param failed: ``f(value) -> reason or None``; a reason stops the wait
         at once (the operation failed, waiting longer will not help).
+    :param first_after: seconds before the first read, when the value
+        cannot have changed sooner (a request Ironic has only accepted).
     """
     deadline = time.monotonic() + timeout
+    if first_after:
+        time.sleep(first_after)
     while True:
         value = read()
         if done(value):

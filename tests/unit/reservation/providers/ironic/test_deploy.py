@@ -192,8 +192,7 @@ def test_the_host_mark_tells_the_instances_of_a_host(provider, api):
 # -- deploy -------------------------------------------------------------------
 
 def test_deploy_writes_attaches_provisions_and_waits(provider, api, clock):
-    answers(api, node('deploying', target='active'),
-            node('wait call-back', target='active'),
+    answers(api, node('wait call-back', target='active'),
             node('active', power_state='power on'))
     should_stop = mock.Mock(return_value=None)
     deployed = provider.deploy(reservation(), deployment(), should_stop)
@@ -214,17 +213,18 @@ def test_deploy_writes_attaches_provisions_and_waits(provider, api, clock):
     # deploy was asked for.  The node is read before each write and
     # before the provision request (the PATCH's answer is the read
     # before the VIFs): it must still hold the instance.  No request of
-    # Ironic's validation of its own.
+    # Ironic's validation of its own, and no read of the deploy before
+    # one poll interval: Ironic has only accepted it.
     assert [name for name, _args, _kwargs in api.mock_calls
             if not name.startswith('bounded')] == [
         'get_node', 'patch_node', 'attach_vif', 'attach_vif',
         'get_node', 'set_provision_state',
-        'get_node', 'get_node', 'get_node']
+        'get_node', 'get_node']
     # Every request of it is bounded by the deploy's timeout.
     (deadline,) = api.bounded.call_args.args
     assert deadline == 1000.0 + 60
     # Asked before every read whether to go on.
-    assert should_stop.call_count == 3
+    assert should_stop.call_count == 2
     assert clock[0] == 1002.0
 
 
