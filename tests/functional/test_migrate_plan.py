@@ -28,6 +28,10 @@ through Nova's API.
 
 import json
 
+from nova.compute import task_states
+from nova import context
+from nova import objects
+
 from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi.testing import nova_services
 from tests.functional import nova_base
@@ -214,12 +218,31 @@ class SwitchInPlaceTest(nova_base.IronicMultiTestBase):
         self.assertEqual({(HOST, HOST, 'moves')},
                          {(r['From'], r['To'], r['Outcome']) for r in plan})
 
-        code, out, err = self.manage(
-            '--config-file', conf_file, 'migrate', 'apply', '--from', HOST,
-            '-f', 'json', '--timeout', '30')
+        # A task under way (as a request the in-tree service never
+        # finished leaves it): that server stays, the other moves.
+        busy, idle = servers
+        instance = objects.Instance.get_by_uuid(
+            context.get_admin_context(), busy['id'])
+        instance.task_state = task_states.REBOOTING_HARD
+        instance.save()
+        apply = ('--config-file', conf_file, 'migrate', 'apply', '--from',
+                 HOST, '-f', 'json', '--timeout', '30')
+        code, out, err = self.manage(*apply)
         self.assertEqual(0, code, err)
         answer = json.loads(out)
-        self.assertEqual(sorted(nodes), answer['Adopted'])
+        self.assertEqual([idle['id']], answer['Adopted'])
+        self.assertEqual(['a task is under way (rebooting_hard)'],
+                         list(answer['Skipped'].values()))
+        self.assertEqual(nodes[busy['id']], self._show_server(busy)[
+            'OS-EXT-SRV-ATTR:hypervisor_hostname'])
+
+        # Its task ended, the next run moves it.
+        instance.task_state = None
+        instance.save()
+        code, out, err = self.manage(*apply)
+        self.assertEqual(0, code, err)
+        answer = json.loads(out)
+        self.assertEqual([busy['id']], answer['Adopted'])
         # Every in-tree compute node and provider is gone.
         self.assertEqual({self._get_provider_uuid_by_host(HOST)},
                          {p['uuid'] for p in self.providers()})
