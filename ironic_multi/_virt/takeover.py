@@ -488,10 +488,9 @@ class Takeover(object):
         switched = acting == source
         if request.get('host') is None and acting != self.host:
             return None
+        # A host without in-tree compute nodes (any more) is no error:
+        # the run finds nothing to move, as a run after the last one must.
         self._check_source(context, source, survey)
-        if not migration.in_tree_nodes(context, source):
-            raise self._refused(source, 'it has no compute node of Nova\'s '
-                                        'in-tree Ironic driver')
         if switched and source != self.host:
             raise self._refused(source, 'its nova-compute runs this driver '
                                         'now: it moves its own instances '

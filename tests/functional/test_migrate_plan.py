@@ -243,9 +243,13 @@ class SwitchInPlaceTest(nova_base.IronicMultiTestBase):
         self.assertEqual(0, code, err)
         answer = json.loads(out)
         self.assertEqual([busy['id']], answer['Adopted'])
-        # Every in-tree compute node and provider is gone.
+        # Every in-tree compute node and provider is gone; a run after
+        # the last one finds nothing to move.
         self.assertEqual({self._get_provider_uuid_by_host(HOST)},
                          {p['uuid'] for p in self.providers()})
+        code, out, err = self.manage(*apply)
+        self.assertEqual((0, [], []), (code, json.loads(out)['Adopted'],
+                                       json.loads(out)['Removed']), err)
         for server in servers:
             shown = self._show_server(server)
             self.assertEqual((HOST, HOST, 'ACTIVE'), (
