@@ -93,6 +93,13 @@ def test_the_runbook_moves_every_server_in_place(in_tree_cloud,
         nova.compute_config(cloud, host)
         cloud.start(service, wait=False)
     cloud.wait_for_computes(cloud.computes)
+    # As the runbook says: each switched service is in the ring (it joins
+    # the coordination group at start; a busy etcd may make it retry).
+    deadline = time.monotonic() + 120
+    while not set(cloud.computes) <= {
+            row['Host'] for row in cloud.manage('ring', 'show')}:
+        assert time.monotonic() < deadline, cloud.manage('ring', 'show')
+        time.sleep(2)
 
     plan_args, apply_args = runbook_commands()
     assert (plan_args, apply_args) == (['migrate', 'plan'], [
