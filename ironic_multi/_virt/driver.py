@@ -136,8 +136,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             self._reserver, host, CONF,
             # The compute manager's placement client, whose provider cache
             # the takeover keeps right.
-            report_client=lambda: getattr(self.virtapi, 'reportclient',
-                                          None),
+            report_client=self._report_client,
             on_adopted=lambda result: self._refresh_inventory(
                 self._reserver))
         self._reserver.add_request_handler('adopt', self._takeover.serve)

@@ -129,6 +129,36 @@ def allocations_of(current):
             (current.get('allocations') or {}).items()}
 
 
+def examine(context, reserver, client, instance, source, host,
+            conductor_group=None):
+    """What a move of ``instance`` from ``source`` to ``host`` would meet.
+
+    The plan and the move ask this alike, so that the plan says what the
+    move will do.  The in-tree driver writes the host mark too
+    (``nova_host_id``): ``source``'s is expected, and ``host``'s is that
+    of a move that stopped half way, as an allocation already on
+    ``host``'s provider is.
+
+    :param host: the service that would move it, or None.
+    :returns: ``(reservation, the consumer's allocations as placement
+        answered, [reasons it would be refused])``.
+    """
+    reservation = reserver.lookup(instance.uuid)
+    node = None
+    if reservation is not None and reservation.node_uuid is not None:
+        node = reserver.provider.node(reservation)
+    current = client.get_allocs_for_consumer(context, instance.uuid)
+    reasons = refusals(
+        instance, reservation, node, allocations_of(current), reserver.group,
+        conductor_group,
+        moved_to=host_mod.compute_node_uuid(host) if host else None)
+    marked = reservation.host if reservation is not None else None
+    if marked not in (None, source, host):
+        reasons.append('its node %s is marked for host %s'
+                       % (reservation.node_uuid, marked))
+    return reservation, current, reasons
+
+
 class Migration(object):
     """The plan of the move, as the service of ``host`` sees it.
 
@@ -180,21 +210,15 @@ class Migration(object):
         return {'compute_nodes': compute_nodes, 'instances': entries}
 
     def _entry(self, context, client, compute_node, instance, adopter):
-        reservation = self._reserver.lookup(instance.uuid)
-        node = None
-        if reservation is not None and reservation.node_uuid is not None:
-            node = self._reserver.provider.node(reservation)
-        allocations = allocations_of(
-            client.get_allocs_for_consumer(context, instance.uuid))
+        _reservation, current, reasons = examine(
+            context, self._reserver, client, instance, compute_node.host,
+            adopter, self._conf.ironic_multi.conductor_group)
         return {
             'uuid': instance.uuid,
             'name': instance.display_name,
             'from': compute_node.host,
             'node': compute_node.hypervisor_hostname,
             'to': adopter,
-            'resources': allocations.get(compute_node.uuid, {}),
-            'refused': refusals(
-                instance, reservation, node, allocations,
-                self._reserver.group,
-                self._conf.ironic_multi.conductor_group),
+            'resources': allocations_of(current).get(compute_node.uuid, {}),
+            'refused': reasons,
         }

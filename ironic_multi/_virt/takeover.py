@@ -140,9 +140,9 @@ INVENTORY_VERSION = '1.26'
 _LOST = 'compute host %s was lost (%s) during %s'
 # The fields of a Nova instance that an adoption moves.
 _MOVED = ('host', 'node', 'compute_id')
-# Why a host is not taken over: its nova-compute process lives.
 # Why the in-tree driver's instances are adopted, in the log.
 _MIGRATED = 'moved from Nova\'s in-tree Ironic driver'
+# Why a host is not taken over: its nova-compute process lives.
 _IN_THE_GROUP = ('it is a live member of the coordination group (its '
                  'nova-compute runs)')
 
@@ -621,11 +621,7 @@ class Takeover(object):
             in_tree_nodes = {cn.hypervisor_hostname for cn in
                              migration.in_tree_nodes(context, source)}
             instances = [i for i in instances if i.node in in_tree_nodes]
-        if not instances:
-            if in_tree:
-                result['removed'] = self._remove_empty(context,
-                                                       self._client(),
-                                                       source, lock)
+        if not instances and not in_tree:
             return result
         node = objects.ComputeNode.get_by_uuid(
             context, host_mod.compute_node_uuid(self.host))
@@ -635,7 +631,7 @@ class Takeover(object):
             if in_tree:
                 try:
                     reservation, current, reason = self._check_in_tree(
-                        context, client, instance, source, node)
+                        context, client, instance, source)
                 except _INSTANCE_ERRORS as e:
                     reservation, reason = None, 'cannot read it: %s' % (
                         _first_line(e))
@@ -764,25 +760,11 @@ class Takeover(object):
                           % (reservation.node_uuid, reservation.host))
         return reservation, None
 
-    def _check_in_tree(self, context, client, instance, source, node):
-        """``(reservation, allocation, None)`` or ``(.., why it stays)``.
-
-        The in-tree driver writes the host mark too (``nova_host_id``):
-        ``source``'s is expected.
-        """
-        reservation = self._reserver.lookup(instance.uuid)
-        found = None
-        if reservation is not None and reservation.node_uuid is not None:
-            found = self._reserver.provider.node(reservation)
-        current = client.get_allocs_for_consumer(context, instance.uuid)
-        reasons = migration.refusals(
-            instance, reservation, found,
-            migration.allocations_of(current), self._reserver.group,
-            self._conf.ironic_multi.conductor_group, moved_to=node.uuid)
-        marked = reservation.host if reservation is not None else None
-        if marked not in (None, source, self.host):
-            reasons.append('its node %s is marked for host %s'
-                           % (reservation.node_uuid, reservation.host))
+    def _check_in_tree(self, context, client, instance, source):
+        """``(reservation, allocation, None)`` or ``(.., why it stays)``."""
+        reservation, current, reasons = migration.examine(
+            context, self._reserver, client, instance, source, self.host,
+            self._conf.ironic_multi.conductor_group)
         return reservation, current, '; '.join(reasons) or None
 
     def _adopt_one(self, context, client, instance, reservation, current,

@@ -47,11 +47,24 @@ UNTOUCHED = ('provision_state', 'target_provision_state',
              'instance_uuid', 'maintenance')
 
 
-class MigratePlanTest(nova_base.IronicMultiTestBase):
+class _InTreeCase(nova_base.IronicMultiTestBase):
+    """Nodes the in-tree driver can serve; no compute of this driver yet."""
 
     COMPUTES = 0
-    NODES = 5
     NODE_PROPERTIES = nova_services.IN_TREE_NODE_PROPERTIES
+
+    def boot_in_tree(self, host, count):
+        """``count`` servers on an in-tree ``host``, then stop it."""
+        self.start_compute(host, driver=nova_services.IN_TREE_DRIVER)
+        self.run_periodics()
+        servers = [self.boot() for _ in range(count)]
+        self.computes[host].stop()
+        return servers
+
+
+class MigratePlanTest(_InTreeCase):
+
+    NODES = 5
 
     def _state(self, servers):
         """What Ironic, Nova and placement say of the servers and nodes."""
@@ -70,9 +83,7 @@ class MigratePlanTest(nova_base.IronicMultiTestBase):
         self._plan()
 
     def _plan(self):
-        self.start_compute(IN_TREE_HOST, driver=nova_services.IN_TREE_DRIVER)
-        self.run_periodics()
-        servers = [self.boot() for _ in range(4)]
+        servers = self.boot_in_tree(IN_TREE_HOST, 4)
         moves, maintenance, failed, foreign = servers
         nodes = {s['id']: s['OS-EXT-SRV-ATTR:hypervisor_hostname']
                  for s in servers}
@@ -86,8 +97,7 @@ class MigratePlanTest(nova_base.IronicMultiTestBase):
                 'op': 'add', 'path': ownership.PATH,
                 'value': {foreign['id']: ownership.mark('another-group')}}])
 
-        # The cut-over: the in-tree compute stops, this driver's starts.
-        self.computes[IN_TREE_HOST].stop()
+        # The cut-over: the in-tree compute stopped, this driver's starts.
         self.start_compute(HOST)
         before = self._state(servers)
 
@@ -194,20 +204,15 @@ class MigratePlanTest(nova_base.IronicMultiTestBase):
         self.delete_and_check(moves)
 
 
-class SwitchInPlaceTest(nova_base.IronicMultiTestBase):
+class SwitchInPlaceTest(_InTreeCase):
     """The in-tree nova-compute restarted with this driver, same host."""
 
-    COMPUTES = 0
     NODES = 3
-    NODE_PROPERTIES = nova_services.IN_TREE_NODE_PROPERTIES
 
     def test_a_host_switched_in_place_moves_its_own_servers(self):
-        self.start_compute(HOST, driver=nova_services.IN_TREE_DRIVER)
-        self.run_periodics()
-        servers = [self.boot() for _ in range(2)]
+        servers = self.boot_in_tree(HOST, 2)
         nodes = {s['id']: s['OS-EXT-SRV-ATTR:hypervisor_hostname']
                  for s in servers}
-        self.computes[HOST].stop()
         self.start_compute(HOST)
         conf_file = self.manage_config_file()
 
@@ -265,18 +270,13 @@ class SwitchInPlaceTest(nova_base.IronicMultiTestBase):
             self.delete_and_check(server)
 
 
-class ResumeAndRaceTest(nova_base.IronicMultiTestBase):
+class ResumeAndRaceTest(_InTreeCase):
     """A run that stopped half way is finished; two runs take turns."""
 
-    COMPUTES = 0
     NODES = 2
-    NODE_PROPERTIES = nova_services.IN_TREE_NODE_PROPERTIES
 
     def test_a_second_run_waits_and_a_stopped_one_is_finished(self):
-        self.start_compute(IN_TREE_HOST, driver=nova_services.IN_TREE_DRIVER)
-        self.run_periodics()
-        servers = [self.boot() for _ in range(2)]
-        self.computes[IN_TREE_HOST].stop()
+        servers = self.boot_in_tree(IN_TREE_HOST, 2)
         self.force_down(IN_TREE_HOST)
         for host in (HOST, 'compute2'):
             self.start_compute(host)
