@@ -33,6 +33,8 @@ instance's allocation taken from its node's provider, and every instance
 that the plan refuses left where it is.
 """
 
+import collections
+
 from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
@@ -112,14 +114,29 @@ def refusals(instance, reservation, node, allocations, group,
     return reasons
 
 
-def in_tree_nodes(context, host=None):
-    """Nova's compute nodes of the in-tree driver (of ``host``), sorted."""
-    if host is None:
-        found = objects.ComputeNodeList.get_all(context)
-    else:
-        found = objects.ComputeNodeList.get_all_by_host(context, host)
-    return sorted((cn for cn in found if in_tree(cn)),
+def in_tree_nodes(context):
+    """Nova's compute nodes of the in-tree driver, sorted."""
+    return sorted((cn for cn in objects.ComputeNodeList.get_all(context)
+                   if in_tree(cn)),
                   key=lambda cn: (cn.host, cn.uuid))
+
+
+def in_tree_instances(context, hosts, compute_nodes):
+    """Nova's instances of ``hosts`` on the in-tree ``compute_nodes``.
+
+    By the instance's own host, not its compute node's: the in-tree
+    driver's hash ring moves a compute node to another live host when its
+    service goes down (a host stopped for the switch), and the instance
+    stays with the host that spawned it.
+    """
+    names = {cn.hypervisor_hostname for cn in compute_nodes}
+    found = []
+    for host in sorted(set(hosts)):
+        found.extend(
+            instance for instance in objects.InstanceList.get_by_host(
+                context, host, expected_attrs=[])
+            if instance.node in names)
+    return found
 
 
 def allocations_of(current):
@@ -189,18 +206,20 @@ class Migration(object):
         when it would move).
         """
         client = self._report_client()
-        down = self._takeover.survey(context).down
+        survey = self._takeover.survey(context)
+        nodes = in_tree_nodes(context)
+        on_node = collections.defaultdict(list)
+        for instance in in_tree_instances(context, survey.services, nodes):
+            on_node[instance.node].append(instance)
         compute_nodes, entries = [], []
-        for compute_node in in_tree_nodes(context):
-            instances = objects.InstanceList.get_by_host_and_node(
-                context, compute_node.host, compute_node.hypervisor_hostname,
-                expected_attrs=[])
+        for compute_node in nodes:
+            instances = on_node[compute_node.hypervisor_hostname]
             compute_nodes.append({'uuid': compute_node.uuid,
                                   'host': compute_node.host,
                                   'instances': len(instances)})
-            adopter = self._takeover.in_tree_adopter(compute_node.host,
-                                                     down)
             for instance in instances:
+                adopter = self._takeover.in_tree_adopter(instance.host,
+                                                         survey.down)
                 entries.append(self._entry(context, client, compute_node,
                                            instance, adopter))
         LOG.info('Migration plan: %(nodes)d in-tree compute node(s), '
@@ -211,12 +230,12 @@ class Migration(object):
 
     def _entry(self, context, client, compute_node, instance, adopter):
         _reservation, current, reasons = examine(
-            context, self._reserver, client, instance, compute_node.host,
+            context, self._reserver, client, instance, instance.host,
             adopter, self._conf.ironic_multi.conductor_group)
         return {
             'uuid': instance.uuid,
             'name': instance.display_name,
-            'from': compute_node.host,
+            'from': instance.host,
             'node': compute_node.hypervisor_hostname,
             'to': adopter,
             'resources': allocations_of(current).get(compute_node.uuid, {}),

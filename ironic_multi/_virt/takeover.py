@@ -613,14 +613,22 @@ class Takeover(object):
         result = {'host': self.host, 'from': source, 'adopted': [],
                   'ended': {}, 'skipped': {}}
         skipped = result['skipped']
-        instances = objects.InstanceList.get_by_host(context, source,
-                                                     expected_attrs=[])
         if in_tree:
             # Only those on the in-tree driver's compute nodes: a host
             # switched in place has this driver's instances too.
-            in_tree_nodes = {cn.hypervisor_hostname for cn in
-                             migration.in_tree_nodes(context, source)}
-            instances = [i for i in instances if i.node in in_tree_nodes]
+            compute_nodes = migration.in_tree_nodes(context)
+            instances = migration.in_tree_instances(context, [source],
+                                                    compute_nodes)
+            # Those of source, and those its instances are on (the ring
+            # of the in-tree driver may have moved them to another host):
+            # each is removed once it holds nothing.
+            held = {instance.node for instance in instances}
+            compute_nodes = [cn for cn in compute_nodes
+                             if cn.host == source
+                             or cn.hypervisor_hostname in held]
+        else:
+            instances = objects.InstanceList.get_by_host(context, source,
+                                                         expected_attrs=[])
         if not instances and not in_tree:
             return result
         node = objects.ComputeNode.get_by_uuid(
@@ -686,23 +694,26 @@ class Takeover(object):
                 result['adopted'].append(instance.uuid)
         if in_tree:
             result['removed'] = self._remove_empty(context, client, source,
-                                                   lock)
+                                                   lock, compute_nodes)
         return result
 
-    def _remove_empty(self, context, client, source, lock):
-        """Remove the in-tree compute nodes of ``source`` that hold nothing.
+    def _remove_empty(self, context, client, source, lock, compute_nodes):
+        """Remove those of the in-tree ``compute_nodes`` that hold nothing.
 
-        No instance on it, no allocation against its provider: the
-        provider goes first (placement refuses while an allocation
-        appears), then, once it is gone, the compute node.  Left there,
-        the scheduler could pick a provider that no driver serves.
+        No instance on it (of its host or of ``source``), no allocation
+        against its provider: the provider goes first (placement refuses
+        while an allocation appears), then, once it is gone, the compute
+        node.  Left there, the scheduler could pick a provider that no
+        driver serves.
         """
         removed = []
-        for compute_node in migration.in_tree_nodes(context, source):
+        for compute_node in compute_nodes:
             self._fence(source, lock)
+            name = compute_node.hypervisor_hostname
             try:
-                if (objects.InstanceList.get_uuids_by_host_and_node(
-                        context, source, compute_node.hypervisor_hostname)
+                if (any(objects.InstanceList.get_uuids_by_host_and_node(
+                        context, host, name)
+                        for host in {compute_node.host, source})
                         or client.get_allocations_for_resource_provider(
                             context, compute_node.uuid).allocations):
                     continue

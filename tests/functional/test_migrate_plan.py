@@ -320,3 +320,49 @@ class ResumeAndRaceTest(_InTreeCase):
                              self.server_allocation(server['id']))
             self.assertEqual(HOST, self._show_server(server)[
                 'OS-EXT-SRV-ATTR:host'])
+
+
+class RebalancedComputeNodeTest(_InTreeCase):
+    """The in-tree ring gave a stopped host's compute node to another.
+
+    Nova's in-tree driver moves the compute node of a host whose service
+    is down to a live host (``ComputeNode.host``), and the instance stays
+    with the host that spawned it: a switch one host at a time does that
+    to every host switched after the first.
+    """
+
+    NODES = 2
+
+    def test_the_server_moves_from_the_host_that_spawned_it(self):
+        (server,) = self.boot_in_tree(IN_TREE_HOST, 1)
+        node = server['OS-EXT-SRV-ATTR:hypervisor_hostname']
+        admin = context.get_admin_context()
+        (compute_node,) = [
+            cn for cn in objects.ComputeNodeList.get_all(admin)
+            if cn.hypervisor_hostname == node]
+        compute_node.host = 'intree2'
+        compute_node.save()
+        self.force_down(IN_TREE_HOST)
+        self.start_compute(HOST)
+        conf_file = self.manage_config_file()
+
+        code, out, err = self.manage('--config-file', conf_file, 'migrate',
+                                     'plan', '-f', 'json', '--timeout', '30')
+        self.assertEqual(0, code, err)
+        row = {r['Node']: r for r in json.loads(out)}[node]
+        self.assertEqual(('moves', server['id'], IN_TREE_HOST, HOST),
+                         (row['Outcome'], row['Instance'], row['From'],
+                          row['To']))
+
+        code, out, err = self.manage(
+            '--config-file', conf_file, 'migrate', 'apply', '--from',
+            IN_TREE_HOST, '-f', 'json', '--timeout', '30')
+        self.assertEqual(0, code, err)
+        answer = json.loads(out)
+        self.assertEqual([server['id']], answer['Adopted'])
+        self.assertIn(compute_node.uuid, answer['Removed'])
+        self.assertEqual({self._get_provider_uuid_by_host(HOST)},
+                         {p['uuid'] for p in self.providers()})
+        self.assertEqual((HOST, 'ACTIVE'), (
+            self._show_server(server)['OS-EXT-SRV-ATTR:host'],
+            self._show_server(server)['status']))
