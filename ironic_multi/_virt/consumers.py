@@ -119,7 +119,13 @@ def identity(conf=CONF):
 
 
 def host_instances(host):
-    """UUIDs of the instances Nova has on ``host`` (not deleted)."""
+    """UUIDs of the instances on ``host``'s compute node of this driver.
+
+    Not those Nova has on ``host`` on compute nodes of its in-tree driver
+    (a host switched in place, or handed back by ``migrate rollback``):
+    their nodes are ``migrate apply``'s to mark, or no longer this
+    group's.
+    """
     context = nova_context.get_admin_context()
-    return [instance.uuid for instance in objects.InstanceList.get_by_host(
-        context, host, expected_attrs=[])]
+    return objects.InstanceList.get_uuids_by_host_and_node(context, host,
+                                                           host)

@@ -215,6 +215,10 @@ class SwitchInPlaceTest(_InTreeCase):
                  for s in servers}
         self.start_compute(HOST)
         conf_file = self.manage_config_file()
+        # The service's start leaves the in-tree nodes as they are: only
+        # apply marks them.
+        for node in nodes.values():
+            self.assertIsNone(ownership.of(self.ironic.get_node(node)))
 
         code, out, err = self.manage('--config-file', conf_file, 'migrate',
                                      'plan', '-f', 'json', '--timeout', '30')
