@@ -200,6 +200,13 @@ class TakeoverRefused(ReservationError):
                '%(reason)s')
 
 
+class RollbackRefused(ReservationError):
+    """``migrate rollback`` refused for the whole host; nothing moved."""
+
+    msg_fmt = ('Host %(host)s does not hand its servers to the in-tree '
+               'driver on %(target)s: %(reason)s')
+
+
 class RecordsLocked(ReservationError):
     """The static provider's records stayed locked past the bound."""
 

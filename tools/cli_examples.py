@@ -49,7 +49,7 @@ SANDBOX = ('--nodes', '12', '--computes', '3', '--servers', '8',
            '--in-process')
 #: How the titles name what the examples fill in.
 PLACEHOLDERS = {'instance': 'INSTANCE', 'claimed': 'INSTANCE',
-                'stopped': 'HOST'}
+                'stopped': 'HOST', 'live': 'HOST'}
 
 
 def section(example, command, output):

@@ -12,7 +12,8 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""``migrate plan`` and ``apply``: the move from Nova's in-tree driver."""
+"""``migrate plan``, ``apply`` and ``rollback``: the move from Nova's
+in-tree driver, and back."""
 
 from ironic_multi._manage import base
 from ironic_multi._manage import instances
@@ -89,3 +90,66 @@ class MigrateApply(instances.InstancesAdopt):
     OP = 'migrate-apply'
     FROM_HELP = ('The host of the in-tree nova-compute service whose '
                  'servers to move (stopped and forced down).')
+
+
+class MigrateRollback(base.ShowOne):
+    """Hand the servers of a host of this driver back to the in-tree driver.
+
+    The reverse of "migrate apply", while Nova's in-tree Ironic driver can
+    still start.  Disable the host's nova-compute service first, so that
+    nothing new is built there.  The live service of --from then puts
+    back, for each of its servers, the in-tree compute node and resource
+    provider of its Ironic node (on --to, by default the same host), moves
+    its placement allocation there, takes this group's mark off the node
+    and names --to in Nova's instance.  The node is otherwise left as it
+    is: no power action, no tear down.  Run it again after a failure:
+    what moved stays moved.  Exit code 1 while any server remains on the
+    host; stop its nova-compute and start the in-tree one only at 0.
+    With --dry-run nothing is written: it says which servers would go
+    and why the others would stay, and exits 0.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--from', dest='source', required=True, metavar='HOST',
+            help='The live compute service of this driver whose servers go '
+                 'back.')
+        parser.add_argument(
+            '--to', dest='target', metavar='HOST',
+            help='The host of the in-tree nova-compute that takes them '
+                 '(default: --from, a switch back in place).')
+        parser.add_argument(
+            '--dry-run', action='store_true',
+            help='Write nothing; show which servers would go back and why '
+                 'the others would stay.')
+        base.add_timeout(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        source = parsed_args.source
+        if source not in self.sources.live_hosts():
+            raise base.ManageError('%s is not a live compute service of '
+                                   'this driver' % source)
+        timeout = self.sources.timeout(parsed_args)
+        answers = self.sources.ask(
+            'migrate-rollback', {'to': parsed_args.target,
+                                 'dry_run': parsed_args.dry_run},
+            host=source, expected=[source], timeout=timeout)
+        if source not in answers:
+            raise base.ManageError('%s did not answer within %s s'
+                                   % (source, timeout))
+        answer = answers[source]
+        if 'error' in answer:
+            raise base.ManageError('%s could not hand its servers back: %s'
+                                   % (source, answer['error']))
+        result = answer['result']
+        if result['remaining'] and not result['dry_run']:
+            self.exit_code = 1
+        fields = (('Host', result['host']), ('To', result['to']),
+                  ('Dry Run', result['dry_run']),
+                  ('Rolled Back', base.Listing(result['rolled_back'])),
+                  ('Skipped', base.Counters(result['skipped'])),
+                  ('Remaining', result['remaining']),
+                  ('Seconds', result['seconds']))
+        return tuple(f[0] for f in fields), tuple(f[1] for f in fields)

@@ -38,14 +38,16 @@ TRY = ('ring show', 'pool show', 'capacity', 'reservations list', 'stats',
 #: One example of every ironic-multi-manage command on a kept sandbox, in
 #: the order the documentation shows them (``tools/cli_examples.py``):
 #: ``{instance}`` is an instance that holds a node, ``{stopped}`` the
-#: compute service the scenario stopped.  The sandbox runs no in-tree
-#: compute: the migration finds nothing to move.  The release comes last:
-#: it frees a deployed node.
+#: compute service the scenario stopped, ``{live}`` a live one.  The
+#: sandbox runs no in-tree compute: the migration finds nothing to move,
+#: and the rollback only says what it would hand back.  The release comes
+#: last: it frees a deployed node.
 EXAMPLES = ('ring show', 'pool show', 'capacity', 'reservations list',
             'reservations show {instance}', 'stats',
             'shards assign --dry-run', 'pool flush --yes',
             'housekeeping run --dry-run', 'instances adopt --from {stopped}',
             'migrate plan', 'migrate apply --from {stopped}',
+            'migrate rollback --from {live} --dry-run',
             'reservations release {claimed} --yes')
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -57,6 +57,7 @@ from ironic_multi._virt import instances
 from ironic_multi._virt import left_tasks
 from ironic_multi._virt import metadata
 from ironic_multi._virt import migration
+from ironic_multi._virt import rollback
 from ironic_multi._virt import startup
 from ironic_multi._virt import takeover
 from ironic_multi._virt import unsupported
@@ -144,6 +145,11 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             self._reserver, self._takeover, self._report_client, CONF).serve)
         self._reserver.add_request_handler('migrate-apply',
                                            self._takeover.serve_migration)
+        self._reserver.add_request_handler(
+            'migrate-rollback', rollback.Rollback(
+                self._reserver, self._takeover,
+                on_change=lambda result: self._refresh_inventory(
+                    self._reserver)).serve)
         if takeover.enabled(CONF):
             # As often as the pool refresh: a look at Nova's services
             # table per interval, well inside Nova's own service_down_time;

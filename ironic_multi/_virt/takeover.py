@@ -153,8 +153,8 @@ _IN_THE_GROUP = ('it is a live member of the coordination group (its '
 Survey = collections.namedtuple('Survey', 'services down lost')
 
 # Errors that end the adoption of one instance, not of the host.
-_INSTANCE_ERRORS = (exception.IronicMultiError, nova_exception.NovaException,
-                    ks_exc.ClientException)
+INSTANCE_ERRORS = (exception.IronicMultiError, nova_exception.NovaException,
+                   ks_exc.ClientException)
 
 # The Nova exception that tells a user which task of theirs a lost host
 # left unfinished (the one its compute manager raises when the task
@@ -237,7 +237,7 @@ class _Everyone(object):
         return True
 
 
-def _first_line(error):
+def first_line(error):
     """An error's message without the traceback a remote one carries."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -547,18 +547,18 @@ class Takeover(object):
         if source == self.host and not in_tree:
             raise self._refused(source, 'a host cannot adopt its own '
                                         'instances')
-        lock = self._lock(source, wait)
+        lock = self.lock(source, wait)
         try:
             result = self._adopt(context, source, lock, why, in_tree)
         finally:
-            self._release(lock)
+            self.release(lock)
         result['seconds'] = round(time.monotonic() - started, 3)
         self._log(result)
         if result['adopted'] and self._on_adopted is not None:
             self._on_adopted(result)
         return result
 
-    def _lock(self, source, wait=0):
+    def lock(self, source, wait=0):
         # Tries without blocking, again and again: a blocking acquire
         # would outlive the membership's call bound whenever another
         # service holds the lock.
@@ -589,11 +589,11 @@ class Takeover(object):
             ``source`` has a live member in the group again (it came
             back), or the backend cannot say.
         """
-        self._still_locked(source, lock)
+        self.still_locked(source, lock)
         if source != self.host and source in self._member_hosts():
             raise self._refused(source, _IN_THE_GROUP)
 
-    def _still_locked(self, source, lock):
+    def still_locked(self, source, lock):
         """Raise TakeoverRefused unless the backend says the lock is ours."""
         try:
             owned = self._reserver.membership.call(
@@ -606,7 +606,7 @@ class Takeover(object):
             raise self._refused(source, 'the group\'s lock is no longer '
                                         'this service\'s')
 
-    def _release(self, lock):
+    def release(self, lock):
         leader.give_up(self._reserver.membership, lock, 'a takeover lock')
 
     def _adopt(self, context, source, lock, why, in_tree=False):
@@ -633,16 +633,16 @@ class Takeover(object):
             return result
         node = objects.ComputeNode.get_by_uuid(
             context, host_mod.compute_node_uuid(self.host))
-        client = self._client()
+        client = self.client()
         plans = []
         for instance in sorted(instances, key=lambda i: i.uuid):
             if in_tree:
                 try:
                     reservation, current, reason = self._check_in_tree(
                         context, client, instance, source)
-                except _INSTANCE_ERRORS as e:
+                except INSTANCE_ERRORS as e:
                     reservation, reason = None, 'cannot read it: %s' % (
-                        _first_line(e))
+                        first_line(e))
                 if reason is None:
                     plans.append((instance, reservation, current))
                 else:
@@ -654,9 +654,9 @@ class Takeover(object):
                 try:
                     result['ended'][instance.uuid] = self._end_task(
                         context, instance, source, why)
-                except _INSTANCE_ERRORS as e:
+                except INSTANCE_ERRORS as e:
                     skipped[instance.uuid] = 'cannot end its task: %s' % (
-                        _first_line(e))
+                        first_line(e))
                     continue
             try:
                 reservation, reason = self._check(instance, source)
@@ -664,8 +664,8 @@ class Takeover(object):
                     plans.append((instance, reservation,
                                   client.get_allocs_for_consumer(
                                       context, instance.uuid)))
-            except _INSTANCE_ERRORS as e:
-                reason = 'cannot read it: %s' % _first_line(e)
+            except INSTANCE_ERRORS as e:
+                reason = 'cannot read it: %s' % first_line(e)
             if reason is not None:
                 skipped[instance.uuid] = reason
         needed = collections.Counter()
@@ -684,12 +684,12 @@ class Takeover(object):
                 self._adopt_one(context, client, instance, reservation,
                                 current, source, node,
                                 _source_rp(instance, source, in_tree))
-            except _INSTANCE_ERRORS as e:
+            except INSTANCE_ERRORS as e:
                 LOG.warning('Adopting instance %(instance)s from %(source)s '
                             'failed: %(error)s', {'instance': instance.uuid,
                                                   'source': source,
-                                                  'error': _first_line(e)})
-                skipped[instance.uuid] = _first_line(e)
+                                                  'error': first_line(e)})
+                skipped[instance.uuid] = first_line(e)
             else:
                 result['adopted'].append(instance.uuid)
         if in_tree:
@@ -723,11 +723,11 @@ class Takeover(object):
                               global_request_id=context.global_id):
                     continue
                 compute_node.destroy()
-            except _INSTANCE_ERRORS as e:
+            except INSTANCE_ERRORS as e:
                 LOG.warning('Cannot remove compute node %(node)s of the '
                             'in-tree driver on %(source)s: %(error)s',
                             {'node': compute_node.uuid, 'source': source,
-                             'error': _first_line(e)})
+                             'error': first_line(e)})
                 continue
             removed.append(compute_node.uuid)
         if removed:
@@ -794,8 +794,8 @@ class Takeover(object):
         #   (Nova still routes to the lost one) for longer.
         # - The allocation move reads what placement has and replaces only
         #   the lost host's provider: done twice, it finds nothing to move.
-        self._move_allocation(context, client, instance.uuid, current,
-                              source_rp, node.uuid)
+        self.move_allocation(context, client, instance.uuid, current,
+                             source_rp, node.uuid)
         before = {field: getattr(instance, field) for field in _MOVED
                   if instance.obj_attr_is_set(field)}
         try:
@@ -809,7 +809,7 @@ class Takeover(object):
             # makes Nova refuse: it keeps routing the instance there.
             instance.save(expected_task_state=[None])
         except Exception:
-            if self._in_nova_on(context, instance.uuid) != source:
+            if self.in_nova_on(context, instance.uuid) != source:
                 # The save landed (its answer was lost), or nobody can
                 # tell: what moved stays, and a next run repairs the rest
                 # if the host stays lost.
@@ -831,14 +831,14 @@ class Takeover(object):
                   'node': reservation.node_uuid, 'source': source})
 
     @staticmethod
-    def _in_nova_on(context, instance_uuid):
+    def in_nova_on(context, instance_uuid):
         """The instance's host in Nova's database now; None if unknown."""
         try:
             return objects.Instance.get_by_uuid(
                 context, instance_uuid, expected_attrs=[]).host
         except Exception as e:
             LOG.warning('Cannot read instance %(instance)s again: %(error)s',
-                        {'instance': instance_uuid, 'error': _first_line(e)})
+                        {'instance': instance_uuid, 'error': first_line(e)})
             return None
 
     def _give_back(self, context, client, consumer, source, source_rp,
@@ -853,21 +853,21 @@ class Takeover(object):
                 self._reserver.give_back(consumer, source)
             except exception.ReservationNotFound:
                 pass  # Not marked for this host: nothing moved.
-            self._move_allocation(
+            self.move_allocation(
                 context, client, consumer,
                 client.get_allocs_for_consumer(context, consumer),
                 target_rp, source_rp)
-        except _INSTANCE_ERRORS as e:
+        except INSTANCE_ERRORS as e:
             LOG.error('Instance %(instance)s stays on %(source)s in Nova, '
                       'but its node or allocation could not be given back '
                       'to it (%(error)s): adopt it again with '
                       '"ironic-multi-manage instances adopt --from '
                       '%(source)s" once %(source)s is stopped',
                       {'instance': consumer, 'source': source,
-                       'error': _first_line(e)})
+                       'error': first_line(e)})
 
-    def _move_allocation(self, context, client, consumer, current, source,
-                         target):
+    def move_allocation(self, context, client, consumer, current, source,
+                        target):
         """Move the consumer's allocation from ``source`` to ``target``.
 
         Retried once, with a fresh read, on a consumer generation conflict.
@@ -941,7 +941,7 @@ class Takeover(object):
                              'status': put.status_code, 'text': put.text})
                 return
 
-    def _client(self):
+    def client(self):
         client = self._report_client
         if callable(client):
             client = client()

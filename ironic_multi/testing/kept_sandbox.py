@@ -121,7 +121,7 @@ class KeptSandbox(fixtures.Fixture):
             timeout=timeout, env=self.env, stdin=subprocess.DEVNULL)
 
     def example_values(self):
-        """``{'instance', 'claimed', 'stopped'}`` for keep.EXAMPLES.
+        """``{'instance', 'claimed', 'stopped', 'live'}`` for keep.EXAMPLES.
 
         ``claimed`` is a claim that never deployed, as a service that
         crashed right after claiming leaves it: the one kind of
@@ -134,8 +134,14 @@ class KeptSandbox(fixtures.Fixture):
         instances = sorted(r['Instance'] for r in json.loads(listed.stdout))
         if not instances:
             raise KeptSandboxError('no instance holds a node')
+        ring = self.manage('ring', 'show', '-f', 'json')
+        if ring.returncode:
+            raise KeptSandboxError('ring show failed: %s' % ring.stderr)
+        live = sorted({row['Host'] for row in json.loads(ring.stdout)})
+        if not live:
+            raise KeptSandboxError('no live compute service')
         return {'instance': instances[0], 'claimed': self.claim_free_node(),
-                'stopped': self.report['ring']['victim']}
+                'stopped': self.report['ring']['victim'], 'live': live[0]}
 
     def claim_free_node(self):
         """Claim a free node through the group's provider; its instance."""

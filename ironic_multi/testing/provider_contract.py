@@ -654,6 +654,38 @@ class ProviderContract(object):
         assert self.harness.snapshot() == before
         self.still_active_on(instance, deployed)
 
+    def test_a_node_goes_to_the_in_tree_driver_or_is_refused_untouched(self):
+        """``migrate rollback``: the mark goes, the in-tree host is named.
+
+        The harness's ``disown_refusal`` says what a provider that cannot
+        refuses with (NotSupported by default: no Ironic nodes).
+        """
+        self.add_nodes(2)
+        refusal = getattr(self.harness, 'disown_refusal',
+                          exception.NotSupported)
+        other = self.harness.provider(group='another-group')
+        _theirs, foreign = self.deployed(provider=other)
+        instance, deployed = self.deployed()
+        before = self.harness.snapshot()
+        with pytest.raises(exception.NotSupported
+                           if refusal is exception.NotSupported
+                           else exception.ForeignReservation):
+            self.provider.disown(foreign, 'in-tree-host')
+        if refusal is not None:
+            with pytest.raises(refusal):
+                self.provider.disown(deployed, 'in-tree-host')
+            assert self.harness.snapshot() == before
+            return
+        assert self.harness.snapshot() == before
+        for _run in (1, 2):
+            # Twice: a run that stopped half way is run again.
+            self.provider.disown(deployed, 'in-tree-host')
+            found = self.provider.lookup(instance)
+            assert (found.node_uuid, found.group, found.host) == (
+                deployed.node_uuid, None, 'in-tree-host')
+            assert found.state == lifecycle.State.ACTIVE
+        assert instance not in self.provider.instances('contract-host')
+
     # -- failures and quarantine -----------------------------------------
 
     def troubled(self, node_uuid, provider=None):

@@ -293,11 +293,11 @@ class ResumeAndRaceTest(_InTreeCase):
         # Another service moves this host's servers now: the second run
         # waits for the group's lock, then says so, and moves nothing.
         other = self.driver_of(self.computes['compute2']).takeover
-        lock = other._lock(IN_TREE_HOST)
+        lock = other.lock(IN_TREE_HOST)
         try:
             code, _out, err = self.manage(*apply)
         finally:
-            other._release(lock)
+            other.release(lock)
         self.assertEqual(1, code, err)
         self.assertIn('another service is adopting them now', err)
         self.assertEqual(before, [self.server_allocation(s['id'])
@@ -370,3 +370,118 @@ class RebalancedComputeNodeTest(_InTreeCase):
         self.assertEqual((HOST, 'ACTIVE'), (
             self._show_server(server)['OS-EXT-SRV-ATTR:host'],
             self._show_server(server)['status']))
+
+
+class RollbackTest(_InTreeCase):
+    """``migrate rollback``: the servers go back to the in-tree driver."""
+
+    NODES = 3
+
+    def test_servers_go_back_in_place_and_stay_manageable(self):
+        servers = self.boot_in_tree(HOST, 2)
+        nodes = {s['id']: s['OS-EXT-SRV-ATTR:hypervisor_hostname']
+                 for s in servers}
+        self.start_compute(HOST)
+        conf_file = self.manage_config_file()
+        code, out, err = self.manage(
+            '--config-file', conf_file, 'migrate', 'apply', '--from', HOST,
+            '-f', 'json', '--timeout', '30')
+        self.assertEqual(0, code, err)
+        self.assertEqual(sorted(nodes), json.loads(out)['Adopted'])
+        untouched = {uuid: {f: self.ironic.get_node(uuid)[f]
+                            for f in UNTOUCHED}
+                     for uuid in nodes.values()}
+        rollback = ('--config-file', conf_file, 'migrate', 'rollback',
+                    '--from', HOST, '-f', 'json', '--timeout', '30')
+
+        # Bad input: no such in-tree service.
+        code, _out, err = self.manage(*(rollback + ('--to', 'nowhere')))
+        self.assertEqual(1, code, err)
+        self.assertIn('Nova has no nova-compute service on host nowhere',
+                      err)
+
+        # Another run holds the host's lock: this one waits, then says so.
+        takeover = self.driver_of(self.computes[HOST]).takeover
+        lock = takeover.lock(HOST)
+        try:
+            code, _out, err = self.manage(*rollback)
+        finally:
+            takeover.release(lock)
+        self.assertEqual(1, code, err)
+        self.assertIn('does not hand its servers to the in-tree driver on '
+                      '%s: the group\'s lock of the host: another service '
+                      'is adopting them now' % HOST, err)
+
+        # A task under way: that server stays; the run says one remains.
+        busy, idle = servers
+        instance = objects.Instance.get_by_uuid(
+            context.get_admin_context(), busy['id'])
+        instance.task_state = task_states.REBOOTING_HARD
+        instance.save()
+        # A dry run says so, and writes nothing.
+        before = ([self.server_allocation(s['id']) for s in servers],
+                  [self.ironic.get_node(n) for n in sorted(nodes.values())])
+        code, out, err = self.manage(*(rollback + ('--dry-run',)))
+        answer = json.loads(out)
+        self.assertEqual((0, True, [idle['id']], [busy['id']], 1), (
+            code, answer['Dry Run'], answer['Rolled Back'],
+            list(answer['Skipped']), answer['Remaining']), err)
+        self.assertEqual(before, (
+            [self.server_allocation(s['id']) for s in servers],
+            [self.ironic.get_node(n) for n in sorted(nodes.values())]))
+
+        code, out, err = self.manage(*rollback)
+        answer = json.loads(out)
+        self.record('rollback', answer)
+        self.assertEqual((1, [idle['id']], 1), (
+            code, answer['Rolled Back'], answer['Remaining']), err)
+        self.assertEqual({busy['id']: 'a task is under way (rebooting_hard)'},
+                         answer['Skipped'])
+        self.assertEqual(HOST, self._show_server(busy)[
+            'OS-EXT-SRV-ATTR:hypervisor_hostname'])
+
+        instance.task_state = None
+        instance.save()
+        code, out, err = self.manage(*rollback)
+        self.assertEqual((0, [busy['id']], 0), (
+            code, json.loads(out)['Rolled Back'],
+            json.loads(out)['Remaining']), err)
+        # Again: nothing moves twice.
+        code, out, err = self.manage(*rollback)
+        self.assertEqual((0, []), (code, json.loads(out)['Rolled Back']),
+                         err)
+
+        for server in servers:
+            node_uuid = nodes[server['id']]
+            shown = self._show_server(server)
+            self.assertEqual((HOST, node_uuid, 'ACTIVE'), (
+                shown['OS-EXT-SRV-ATTR:host'],
+                shown['OS-EXT-SRV-ATTR:hypervisor_hostname'],
+                shown['status']))
+            self.assertEqual({node_uuid: {'CUSTOM_BAREMETAL': 1}},
+                             self.server_allocation(server['id']))
+            node = self.ironic.get_node(node_uuid)
+            self.assertIsNone(ownership.of(node))
+            self.assertEqual(HOST, node['instance_info']['nova_host_id'])
+            self.assertEqual(untouched[node_uuid],
+                             {f: node[f] for f in UNTOUCHED})
+
+        # The in-tree nova-compute starts in place, and takes them on; it
+        # removes this driver's compute node and provider, which hold
+        # nothing.
+        self.computes[HOST].stop()
+        self.start_compute(HOST, driver=nova_services.IN_TREE_DRIVER)
+        self.run_periodics()
+        self.assertEqual({n['uuid'] for n in self.ironic.list_nodes()},
+                         {p['uuid'] for p in self.providers()})
+        for server in servers:
+            self.assertEqual({nodes[server['id']]: {'CUSTOM_BAREMETAL': 1}},
+                             self.server_allocation(server['id']))
+        moved = self._reboot_server(self._show_server(idle), hard=True)
+        moved = self._stop_server(moved)
+        moved = self._start_server(moved)
+        self.assertEqual('ACTIVE', self._show_server(moved)['status'])
+        self._delete_server(moved)
+        self.ironic.wait_for_node(nodes[idle['id']],
+                                  provision_state='available',
+                                  instance_uuid=None)

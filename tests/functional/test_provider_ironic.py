@@ -26,6 +26,7 @@ import pytest
 from ironic_multi import _configdrive
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import provider
+from ironic_multi import exception
 from ironic_multi.testing import provider_contract
 from ironic_multi.testing import reservers
 
@@ -66,6 +67,12 @@ class IronicHarness(object):
 
     # Ironic's fake management interface has no NMI: it refuses one.
     can_nmi = False
+
+    @property
+    def disown_refusal(self):
+        # The Ironic allocation carries the mark, and outlives a hand-over.
+        return (exception.NodeCannot if self.options.get('use_allocations')
+                else None)
 
     def without(self, node_uuid, feature):
         interface = {base.Feature.RESCUE: 'rescue_interface'}.get(

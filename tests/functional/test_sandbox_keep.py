@@ -89,7 +89,8 @@ def _example_of(command, values):
     for example in keep.EXAMPLES:
         pattern = re.escape(example).replace(
             r'\{instance\}', '[0-9a-f-]{36}').replace(
-            r'\{claimed\}', '[0-9a-f-]{36}').replace(r'\{stopped\}', r'\S+')
+            r'\{claimed\}', '[0-9a-f-]{36}').replace(
+            r'\{stopped\}', r'\S+').replace(r'\{live\}', r'\S+')
         if re.fullmatch(pattern, command):
             return example.format(**values)
     return None

@@ -561,6 +561,22 @@ class NodeProvider(abc.ABC):
     def mark_host(self, reservation, host):
         """Make ``host`` the owner of the instance (a takeover)."""
 
+    def disown(self, reservation, host):
+        """Hand a deployed node to Nova's in-tree driver on ``host``.
+
+        This group's mark goes and the host mark names ``host``; the node
+        keeps its instance and is otherwise left as it is (a rollback of
+        ``migrate apply``).  Only a provider of Ironic nodes can.
+
+        :raises ReservationNotFound: the node no longer holds the
+            instance under this group's mark.
+        :raises NodeCannot: the node cannot be handed over.
+        :raises NotSupported: the provider has no Ironic nodes.
+        """
+        raise exception.NotSupported(provider=self.name,
+                                     feature='a rollback to Nova\'s '
+                                             'in-tree Ironic driver')
+
     # -- failures and quarantine (the housekeeper's tools) ----------------
 
     @abc.abstractmethod

@@ -1072,11 +1072,11 @@ def test_driver_registers_the_takeover(conf, flags, periodic):
                                    reserver=reserver)
     drv.init_host(fakes.HOST)
     assert sorted(reserver.handlers) == ['adopt', 'migrate-apply',
-                                         'migrate-plan']
+                                         'migrate-plan', 'migrate-rollback']
     assert reserver.handlers['adopt'] == drv.takeover.serve
     assert reserver.handlers['migrate-apply'] == drv.takeover.serve_migration
     assert drv.takeover.host == fakes.HOST
-    assert drv.takeover._client() == 'rc'
+    assert drv.takeover.client() == 'rc'
     registered = [(name, function.__wrapped__, interval)
                   for name, function, interval in reserver.periodics
                   if name == 'takeover']
@@ -1150,12 +1150,12 @@ def test_a_lock_taken_after_the_bound_is_given_back(tmp_path):
             locks.stall()
             with pytest.raises(exception.TakeoverRefused,
                                match='no answer within 1 s'):
-                adopter._lock(LOST)
+                adopter.lock(LOST)
             late = locks.holders[name]
             locks.answer()
             assert late.answered.wait(5)
             assert locks.free(name)
-            lock = adopter._lock(LOST)
+            lock = adopter.lock(LOST)
         assert locks.holders == {name: lock}
     finally:
         member.stop()

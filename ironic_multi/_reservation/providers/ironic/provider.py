@@ -731,6 +731,45 @@ class IronicProvider(base.NodeProvider):
             raise exception.ReservationNotFound(
                 instance=reservation.instance_uuid)
 
+    def disown(self, reservation, host):
+        node = self._holding(reservation.node_uuid,
+                             reservation.instance_uuid)
+        if node is None:
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
+        host_mark = {'op': 'add', 'value': host,
+                     'path': '/instance_info/%s' % deploy.HOST_KEY}
+        mark = ownership.of(node)
+        if mark is not None and mark['group'] != self.group:
+            raise exception.ForeignReservation(
+                instance=reservation.instance_uuid,
+                node=reservation.node_uuid, group=mark['group'],
+                ours=self.group)
+        # An Ironic allocation carries a mark too, and the in-tree driver
+        # would never delete it: only the node's tear down ends it.
+        allocation = self.api.get_node(
+            reservation.node_uuid,
+            fields=('allocation_uuid',)).get('allocation_uuid')
+        if allocation:
+            raise exception.NodeCannot(
+                node=reservation.node_uuid, action='go to the in-tree driver',
+                reason='Ironic allocation %s claims it, and only its tear '
+                       'down ends it' % allocation)
+        if mark is None:
+            # Handed over already: a run that stopped half way.
+            patch = [ownership.holder_guard(reservation.instance_uuid)]
+        else:
+            patch = [ownership.guard(reservation.instance_uuid, self.group),
+                     {'op': 'remove', 'path': '%s/%s' % (
+                         ownership.PATH, reservation.instance_uuid)}]
+        if not self._patch_held(node, patch + [host_mark]):
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
+        LOG.info('Handed node %(node)s of instance %(instance)s to the '
+                 'in-tree driver on host %(host)s',
+                 {'node': reservation.node_uuid,
+                  'instance': reservation.instance_uuid, 'host': host})
+
     # -- failures and quarantine -----------------------------------------
 
     def _write_marks(self, node_uuid, marks):
