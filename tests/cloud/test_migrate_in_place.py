@@ -19,18 +19,28 @@ processes with ``compute_driver = ironic.IronicDriver`` boot servers of
 two flavors.  Then the runbook of doc/source/migration.rst, as written:
 each compute is stopped, switched to this driver and started; ``migrate
 plan``, then ``migrate apply --from HOST`` per host, their command lines
-read from the runbook.  The servers stay
-ACTIVE on the same nodes and hosts, Ironic gets no provision or power
-request for their nodes, placement keeps only the services' providers,
-and the servers then reboot, stop, start, rebuild and are deleted through
-the ``openstack`` client.
+read from the runbook.  The first apply is killed half way (its
+nova-compute gets SIGKILL once it has moved a server) and run again once
+the compute is back: it finishes, and moves nothing twice.  The servers
+stay ACTIVE on the same nodes and hosts, Ironic gets no provision or
+power request for their nodes, placement keeps only the services'
+providers, and a server then reboots, stops, starts and rebuilds through
+the ``openstack`` client.  Then the way back, as "Moving back" says:
+``migrate rollback --from HOST`` per host, and both computes switched
+back to the in-tree driver, which takes the servers on (ACTIVE, on their
+nodes, one provider per node, still no provision or power request) and
+deletes them.
 """
 
+import collections
 import os
+import signal
+import threading
 import time
 
 import pytest
 
+from ironic_multi._reservation import requirements
 from ironic_multi.testing.chaos import logscan
 from ironic_multi.testing.cloud import cloud as cloud_mod
 from ironic_multi.testing.cloud import nova
@@ -45,15 +55,97 @@ RUNBOOK = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
 COMMAND = 'ironic-multi-manage --config-file /etc/nova/nova.conf '
 
 
-def runbook_commands():
-    """The arguments of the cut-over's commands, as migration.rst has them."""
+def runbook_commands(title='Moving the servers in place'):
+    """The arguments of a section's commands, as migration.rst has them.
+
+    The section runs from its title to the paragraph on its tests.
+    """
     with open(RUNBOOK) as f:
         text = f.read()
-    section = text.split('\nMoving the servers in place\n')[1].split(
-        '\nThe functional tests run')[0]
+    section = text.split('\n%s\n' % title)[1].split(
+        '\nThe functional tests ')[0]
     return [line.strip()[len(COMMAND):].split()
             for line in section.splitlines()
             if line.strip().startswith(COMMAND)]
+
+
+def _host_arg(args, host):
+    return [host if arg == 'HOST' else arg for arg in args]
+
+
+def _kill_half_way(cloud, host, apply_args):
+    """Run ``apply``; SIGKILL the host's nova-compute once it moves one.
+
+    Placement is paused (SIGSTOP) around the kill: the next server's
+    first write waits on it, so the kill lands after the first server's
+    mark moved and before the last server moved.
+    """
+    service = cloud.compute_service(host)
+    log_path = cloud.service(service).log_path
+    offset = os.path.getsize(log_path)
+    thread = threading.Thread(target=lambda: _quietly(
+        cloud.manage, *_host_arg(apply_args, host), '--timeout', 20,
+        host=host), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    marker = 'Host %s adopted instance' % host
+    while True:
+        with open(log_path, errors='replace') as f:
+            f.seek(offset)
+            if marker in f.read():
+                break
+        assert time.monotonic() < deadline, 'no %r in %s' % (marker,
+                                                             log_path)
+        time.sleep(0.01)
+    cloud.kill('placement', signal.SIGSTOP)
+    try:
+        cloud.kill(service)
+    finally:
+        cloud.kill('placement', signal.SIGCONT)
+    thread.join(60)
+    return service
+
+
+def _quietly(call, *args, **kwargs):
+    try:
+        call(*args, **kwargs)
+    except cloud_mod.CloudError:
+        pass  # The service that would answer was killed.
+
+
+def _apply_again(cloud, host, apply_args, timeout=120):
+    """``apply`` once the killed service's lock of the host has expired."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return cloud.manage(*_host_arg(apply_args, host), '--timeout',
+                                60, host=host)
+        except cloud_mod.CloudError as e:
+            if ('another service is adopting them now' not in str(e)
+                    or time.monotonic() > deadline):
+                raise
+        time.sleep(2)
+
+
+def _wait_for_ring(cloud, timeout=120):
+    # As the runbook says: each switched service is in the ring (it joins
+    # the coordination group at start; a busy etcd may make it retry).
+    deadline = time.monotonic() + timeout
+    while not set(cloud.computes) <= {
+            row['Host'] for row in cloud.manage('ring', 'show')}:
+        assert time.monotonic() < deadline, cloud.manage('ring', 'show')
+        time.sleep(2)
+
+
+def _switch(cloud, driver):
+    """Stop each compute, give it ``driver``, start it."""
+    cloud.compute_driver = driver
+    for host in cloud.computes:
+        service = cloud.compute_service(host)
+        cloud.stop(service)
+        nova.compute_config(cloud, host)
+        cloud.start(service, wait=False)
+    cloud.wait_for_computes(cloud.computes)
 
 
 @pytest.fixture(scope='module')
@@ -86,20 +178,8 @@ def test_the_runbook_moves_every_server_in_place(in_tree_cloud,
 
     # The switch, host by host: stop, change compute_driver, start.
     switched = time.time()
-    cloud.compute_driver = nova.COMPUTE_DRIVER
-    for host in cloud.computes:
-        service = cloud.compute_service(host)
-        cloud.stop(service)
-        nova.compute_config(cloud, host)
-        cloud.start(service, wait=False)
-    cloud.wait_for_computes(cloud.computes)
-    # As the runbook says: each switched service is in the ring (it joins
-    # the coordination group at start; a busy etcd may make it retry).
-    deadline = time.monotonic() + 120
-    while not set(cloud.computes) <= {
-            row['Host'] for row in cloud.manage('ring', 'show')}:
-        assert time.monotonic() < deadline, cloud.manage('ring', 'show')
-        time.sleep(2)
+    _switch(cloud, nova.COMPUTE_DRIVER)
+    _wait_for_ring(cloud)
 
     plan_args, apply_args = runbook_commands()
     assert (plan_args, apply_args) == (['migrate', 'plan'], [
@@ -109,18 +189,31 @@ def test_the_runbook_moves_every_server_in_place(in_tree_cloud,
     assert {(row['Outcome'], row['From'] == row['To']) for row in plan} == {
         ('moves', True)}, plan
 
+    # The host with the most servers: its apply is killed half way.
+    compute = cloud.connection(ADMIN).compute
+    busiest = max(sorted(set(hosts.values())),
+                  key=lambda h: list(hosts.values()).count(h))
+    on_busiest = sorted(s for s, h in hosts.items() if h == busiest)
+    assert len(on_busiest) >= 2, hosts
+    service = _kill_half_way(cloud, busiest, apply_args)
+    moved = {s for s in on_busiest
+             if compute.get_server(s).hypervisor_hostname == busiest}
+    record_property('moved_before_the_kill', len(moved))
+    assert len(moved) < len(on_busiest), (moved, on_busiest)
+    cloud.start(service)
+    cloud.wait_for_computes([busiest])
+    _wait_for_ring(cloud)
+
     started = time.monotonic()
     adopted = []
     for host in sorted(set(hosts.values())):
-        answer = cloud.manage(*[host if arg == 'HOST' else arg
-                                for arg in apply_args],
-                              '--timeout', 60, host=host)
+        answer = _apply_again(cloud, host, apply_args)
         assert (answer['Host'], answer['Skipped']) == (host, {}), answer
         adopted += answer['Adopted']
     record_property('apply_seconds', round(time.monotonic() - started, 1))
-    assert sorted(adopted) == sorted(ids)
+    # Nothing moved twice: the second run took what the first left.
+    assert sorted(adopted) == sorted(set(ids) - moved)
 
-    compute = cloud.connection(ADMIN).compute
     for server_id in ids:
         server = compute.get_server(server_id)
         assert (server.status, server.compute_host,
@@ -135,6 +228,16 @@ def test_the_runbook_moves_every_server_in_place(in_tree_cloud,
     assert _provision_or_power(cloud, held.values(), switched) == []
     providers = cloud.openstack('resource', 'provider', 'list', cloud=ADMIN)
     assert sorted(p['name'] for p in providers) == sorted(cloud.computes)
+    # Placement's usage is Ironic's: one unit of its class per held node.
+    used = collections.Counter()
+    for provider in providers:
+        for row in cloud.openstack('resource', 'provider', 'usage', 'show',
+                                   provider['uuid'], cloud=ADMIN):
+            used[row['resource_class']] += row['usage']
+    assert +used == collections.Counter(
+        requirements.normalize_resource_class(
+            cloud.ironic.get_node(n)['resource_class'])
+        for n in held.values())
 
     # Managed by this driver now, through the openstack client.
     first = ids[0]
@@ -147,7 +250,39 @@ def test_the_runbook_moves_every_server_in_place(in_tree_cloud,
     cloud.openstack('server', 'rebuild', '--image', 'cirros', '--wait',
                     first, parse=False)
     assert cloud.held_nodes()[first] == [held[first]]
-    cloud.openstack('server', 'delete', '--wait', *ids, cloud=ADMIN,
+    cloud.openstack('server', 'delete', '--wait', first, parse=False)
+    cloud.ironic.wait_for_node(held[first], provision_state='available',
+                               instance_uuid=None)
+    kept = ids[1:]
+
+    # And back, as "Moving back" says.
+    rolled = time.time()
+    (rollback_args,) = runbook_commands('Moving back')
+    assert rollback_args == ['migrate', 'rollback', '--from', 'HOST']
+    back = []
+    for host in cloud.computes:
+        answer = cloud.manage(*_host_arg(rollback_args, host), '--timeout',
+                              60, host=host)
+        assert (answer['Skipped'], answer['Remaining']) == ({}, 0), answer
+        back += answer['Rolled Back']
+    assert sorted(back) == sorted(kept)
+    _switch(cloud, nova.IN_TREE_DRIVER)
+    nodes = sorted(n['uuid'] for n in cloud.ironic.list_nodes())
+    deadline = time.monotonic() + 120
+    while sorted(p['name'] for p in cloud.openstack(
+            'resource', 'provider', 'list', cloud=ADMIN)) != nodes:
+        # The in-tree computes add the free nodes' providers and remove
+        # this driver's at their first resource update.
+        assert time.monotonic() < deadline
+        time.sleep(2)
+    for server_id in kept:
+        server = compute.get_server(server_id)
+        assert (server.status, server.compute_host,
+                server.hypervisor_hostname) == (
+            'ACTIVE', hosts[server_id], held[server_id])
+    assert _provision_or_power(cloud, held.values(), rolled) == []
+    cloud.openstack('server', 'reboot', '--wait', kept[0], parse=False)
+    cloud.openstack('server', 'delete', '--wait', *kept, cloud=ADMIN,
                     parse=False)
     for node in held.values():
         cloud.ironic.wait_for_node(node, provision_state='available',
