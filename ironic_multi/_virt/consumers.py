@@ -127,5 +127,6 @@ def host_instances(host):
     group's.
     """
     context = nova_context.get_admin_context()
-    return objects.InstanceList.get_uuids_by_host_and_node(context, host,
-                                                           host)
+    return [instance.uuid for instance in
+            objects.InstanceList.get_by_host_and_node(
+                context, host, host, expected_attrs=[])]
