@@ -288,6 +288,10 @@ class _FileBoard:
             os.unlink(self._path(member_id))
 
 
+# tooz's etcd3 gateway driver, whose client and group keys a watch reads.
+_WATCHED = ('etcd3+http', 'etcd3+https')
+
+
 class Membership:
     """This process as one member of the coordination group.
 
@@ -478,6 +482,22 @@ class Membership:
             self._join()
             members.add(self.member_id)
         return members
+
+    def watch_target(self):
+        """Where to watch the group's members: etcd3 streams them.
+
+        :returns: ``(requests session, watch URL, key prefix)`` of the
+            group on etcd3's gateway; None while not started; False for a
+            backend without a watch.
+        """
+        if urllib.parse.urlsplit(self.url).scheme not in _WATCHED:
+            return False
+        coordinator = self._coordinator
+        if coordinator is None:
+            return None
+        client = coordinator.client
+        prefix = b'%s%s/' % (coordinator.GROUP_PREFIX, self._group_id)
+        return client.session, client.get_url('/watch'), prefix
 
     def namesakes(self):
         """Ids of the other live members under this member's host name.

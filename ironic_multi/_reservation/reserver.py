@@ -42,6 +42,7 @@ from ironic_multi._reservation import health as health_mod
 from ironic_multi._reservation import housekeeper as housekeeper_mod
 from ironic_multi._reservation import leader
 from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation import member_watch
 from ironic_multi._reservation import membership as membership_mod
 from ironic_multi._reservation import providers
 from ironic_multi._reservation.providers import base
@@ -108,6 +109,7 @@ class Reserver(object):
         self._periodics = []
         self._extra = {}
         self._worker = None
+        self._member_watch = None
         self._refresh_lock = threading.Lock()
         # Held while joining the group, so that a stop() never races a
         # join; once _stopping is set nothing joins again.
@@ -166,6 +168,11 @@ class Reserver(object):
             for periodic in self._periodics:
                 self._worker.add(*periodic)
             self._worker.start()
+            # Where the backend streams the group's changes, a join or a
+            # leave moves the keys at once, not at the next poll.
+            self._member_watch = member_watch.MemberWatch(self.membership,
+                                                          self.watch_ring)
+            self._member_watch.start()
 
     def add_periodic(self, name, function, interval):
         """Run ``function()`` every ``interval`` s, in a thread of its own.
@@ -197,6 +204,9 @@ class Reserver(object):
         with self._join_lock:
             self._stopping = True
         self.leadership.resign()
+        if self._member_watch is not None:
+            self._member_watch.stop()
+            self._member_watch = None
         self.membership.stop()
         if self._worker is not None:
             self._worker.stop()

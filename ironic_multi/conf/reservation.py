@@ -74,7 +74,9 @@ OPTS = [
              'pool are refreshed at once, instead of at the next '
              'pool_refresh_interval: the keys of a service that stops move '
              'to the others within about this long.  Each service makes '
-             'one small read per interval.'),
+             'one small read per interval.  On etcd3 a watch on the '
+             'group\'s keys sees a join or a leave at once as well; the '
+             'poll stays on in case its stream breaks.'),
     cfg.IntOpt(
         'pool_full_refresh_interval',
         default=600,

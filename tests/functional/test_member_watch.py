@@ -1,0 +1,100 @@
+# Copyright 2026 The ironic-multi Authors
+#
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+
+"""The watch on the group's members, on a real etcd.
+
+A join and a leave wake the watching service within a fraction of a
+second (the member poll would see them up to ``ring_poll_interval``
+later); a member's payload updates do not wake it.
+"""
+
+import threading
+import time
+import uuid
+
+from ironic_multi._reservation import member_watch
+from ironic_multi._reservation import membership
+from tests.functional.waiting import wait_for
+
+TIMEOUT = 10
+# A change seen later than this is not the watch's doing.
+WITHIN = 0.5
+
+
+class Seen(object):
+    def __init__(self):
+        self.times = []
+        self.event = threading.Event()
+
+    def __call__(self):
+        self.times.append(time.time())
+        self.event.set()
+
+    def after(self, count, started, record):
+        wait_for(lambda: len(self.times) > count, timeout=5,
+                 what='the watch to see the change')
+        seconds = self.times[count] - started
+        record(seconds)
+        assert seconds < WITHIN
+        return len(self.times)
+
+
+def test_joins_and_leaves_wake_the_watch_and_updates_do_not(
+        etcd, record_property):
+    group = 'watch-%s' % uuid.uuid4().hex[:8]
+    watcher = membership.Membership(etcd, group, TIMEOUT, host='watcher')
+    watcher.start()
+    seen = Seen()
+    watch = member_watch.MemberWatch(watcher, seen)
+    watch.start()
+    other = membership.Membership(etcd, group, TIMEOUT, host='other')
+    try:
+        wait_for(lambda: watch._response is not None, timeout=5,
+                 what='the watch stream')
+        count = len(seen.times)
+        joined = time.time()
+        other.start()
+        count = seen.after(count, joined, lambda s: record_property(
+            'join_to_watch_seconds', round(s, 3)))
+
+        for payload in range(5):
+            other.publish({'payload': payload})
+        time.sleep(1)
+        assert len(seen.times) == count, 'a payload update woke the watch'
+
+        left = time.time()
+        other.stop()
+        seen.after(count, left, lambda s: record_property(
+            'leave_to_watch_seconds', round(s, 3)))
+    finally:
+        other.stop()
+        watch.stop()
+        watcher.stop()
+    # Stopped, the stream ends at once: no thread or connection is left.
+    watch._thread.join(5)
+    assert not watch._thread.is_alive()
+
+
+def test_a_backend_without_a_watch_leaves_it_to_the_poll(tmp_path):
+    member = membership.Membership('file://%s' % tmp_path, 'g', TIMEOUT,
+                                   host='m')
+    member.start()
+    try:
+        assert member.watch_target() is False
+        watch = member_watch.MemberWatch(member, lambda: None)
+        watch.start()
+        watch._thread.join(5)
+        assert not watch._thread.is_alive()
+    finally:
+        member.stop()
