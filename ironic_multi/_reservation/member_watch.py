@@ -116,6 +116,14 @@ class MemberWatch(object):
                         'on meanwhile', e, RETRY)
             self._stopped.wait(RETRY)
 
+    def _changed(self):
+        # The stream is fine: only the refresh failed (Ironic away...).
+        try:
+            self._on_change()
+        except Exception as e:
+            LOG.warning('Following a join or a leave in the coordination '
+                        'group failed (%s); the member poll tries again', e)
+
     def _stream(self, session, url, prefix):
         request = {'create_request': {'key': _b64(prefix),
                                       'range_end': _b64(_range_end(prefix))}}
@@ -131,7 +139,7 @@ class MemberWatch(object):
                     continue
                 events = json.loads(line).get('result', {}).get('events', ())
                 if any(membership_changed(event) for event in events):
-                    self._on_change()
+                    self._changed()
         finally:
             self._response = None
             response.close()

@@ -97,3 +97,30 @@ def test_it_watches_again_after_etcd_went_away(monkeypatch, caplog):
     warned = [r for r in caplog.records
               if 'The watch on the coordination group ended' in r.message]
     assert len(warned) == 1
+
+
+def test_a_failed_refresh_keeps_the_stream(caplog):
+    lines = [json.dumps({'result': {'events': [
+        {'type': 'DELETE', 'kv': {}}]}}).encode()] * 2
+    session = _Session(failures=0, lines=lines)
+    # The stream each call came in: how many were opened by then.
+    calls = []
+    done = threading.Event()
+
+    def refresh():
+        calls.append(len(session.posts))
+        if len(calls) == 2:
+            done.set()
+        else:
+            raise RuntimeError('Ironic is away')
+
+    watch = member_watch.MemberWatch(_Membership(session), refresh)
+    watch.start()
+    try:
+        assert done.wait(5)
+    finally:
+        watch.stop()
+    watch._thread.join(5)
+    assert calls == [1, 1]
+    assert any('Following a join or a leave' in r.message
+               for r in caplog.records)
