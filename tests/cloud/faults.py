@@ -117,17 +117,35 @@ class RingWatch(object):
             host, kind, timeout, self.events))
 
 
-def logged_at(service, text):
-    """``time.time()`` of the last line of a service's log with ``text``.
+def _stamp(line):
+    # oslo.log starts each line with the local time, to the millisecond.
+    return datetime.datetime.strptime(line[:23],
+                                      '%Y-%m-%d %H:%M:%S.%f').timestamp()
 
-    oslo.log starts each line with the local time, to the millisecond.
-    """
+
+def logged_at(service, text):
+    """``time.time()`` of the last line of a service's log with ``text``."""
     with open(service.log_path, errors='replace') as f:
         lines = [line for line in f if text in line]
     assert lines, 'no %r in %s' % (text, service.log_path)
-    stamp = datetime.datetime.strptime(lines[-1][:23],
-                                       '%Y-%m-%d %H:%M:%S.%f')
-    return stamp.timestamp()
+    return _stamp(lines[-1])
+
+
+def logged_after(service, text, since, timeout=10):
+    """``time.time()`` of the first line with ``text`` from ``since`` on.
+
+    Waits up to ``timeout`` s for it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(service.log_path, errors='replace') as f:
+            found = [_stamp(line) for line in f if text in line]
+        later = [at for at in found if at >= since]
+        if later:
+            return later[0]
+        assert time.monotonic() < deadline, 'no %r since %s in %s' % (
+            text, since, service.log_path)
+        time.sleep(0.2)
 
 
 def wait_until_moved(cloud, server_ids, away_from, timeout):
