@@ -19,6 +19,24 @@ from ironic_multi._manage import base
 from ironic_multi._manage import instances
 
 
+def _ask(command, op, host, parsed_args, args=None, failed='failed'):
+    """The result of the one service ``host`` asked to do ``op``.
+
+    :param failed: what the error line says ``host`` could not do.
+    :raises ManageError: no answer in time, or the service's error.
+    """
+    timeout = command.sources.timeout(parsed_args)
+    answers = command.sources.ask(op, args, host=host, expected=[host],
+                                  timeout=timeout)
+    if host not in answers:
+        raise base.ManageError('%s did not answer within %s s'
+                               % (host, timeout))
+    answer = answers[host]
+    if 'error' in answer:
+        raise base.ManageError('%s %s: %s' % (host, failed, answer['error']))
+    return answer['result']
+
+
 class MigratePlan(base.Lister):
     """Show what moving from Nova's in-tree Ironic driver would take.
 
@@ -42,17 +60,8 @@ class MigratePlan(base.Lister):
 
     def take_action(self, parsed_args):
         host = parsed_args.host or self.sources.live_hosts()[0]
-        timeout = self.sources.timeout(parsed_args)
-        answers = self.sources.ask('migrate-plan', host=host,
-                                   expected=[host], timeout=timeout)
-        if host not in answers:
-            raise base.ManageError('%s did not answer within %s s'
-                                   % (host, timeout))
-        answer = answers[host]
-        if 'error' in answer:
-            raise base.ManageError('%s could not read the plan: %s'
-                                   % (host, answer['error']))
-        plan = answer['result']
+        plan = _ask(self, 'migrate-plan', host, parsed_args,
+                    failed='could not read the plan')
         rows = []
         for entry in plan['instances']:
             rows.append((entry['from'], entry['node'], entry['uuid'],
@@ -131,19 +140,10 @@ class MigrateRollback(base.ShowOne):
         if source not in self.sources.live_hosts():
             raise base.ManageError('%s is not a live compute service of '
                                    'this driver' % source)
-        timeout = self.sources.timeout(parsed_args)
-        answers = self.sources.ask(
-            'migrate-rollback', {'to': parsed_args.target,
-                                 'dry_run': parsed_args.dry_run},
-            host=source, expected=[source], timeout=timeout)
-        if source not in answers:
-            raise base.ManageError('%s did not answer within %s s'
-                                   % (source, timeout))
-        answer = answers[source]
-        if 'error' in answer:
-            raise base.ManageError('%s could not hand its servers back: %s'
-                                   % (source, answer['error']))
-        result = answer['result']
+        result = _ask(self, 'migrate-rollback', source, parsed_args,
+                      args={'to': parsed_args.target,
+                            'dry_run': parsed_args.dry_run},
+                      failed='could not hand its servers back')
         if result['remaining'] and not result['dry_run']:
             self.exit_code = 1
         fields = (('Host', result['host']), ('To', result['to']),

@@ -739,23 +739,22 @@ class Reserver(object):
                  {'host': self.host, 'instance': instance_uuid,
                   'node': reservation.node_uuid, 'previous': host})
 
-    def disown(self, instance_uuid, host):
-        """Hand the instance's node to Nova's in-tree driver on ``host``.
+    def disown(self, reservation, host):
+        """Hand the reservation's node to Nova's in-tree driver on ``host``.
 
         Undoes :meth:`adopt` of ``migrate apply``: the node loses this
         group's mark and is marked for ``host``.
 
-        :returns: the reservation as it was before.
-        :raises ReservationNotFound: the instance holds no node.
+        :param reservation: as :meth:`lookup` found it.
+        :raises ReservationNotFound: it holds no node (any more).
         :raises ForeignReservation: another group marked the node.
         :raises NodeCannot: an Ironic allocation claims the node.
         :raises NotSupported: the provider has no Ironic nodes.
         """
-        reservation = self.provider.lookup(instance_uuid)
-        if reservation is None or reservation.node_uuid is None:
-            raise exception.ReservationNotFound(instance=instance_uuid)
+        if reservation.node_uuid is None:
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
         self.provider.disown(reservation, host)
-        return reservation
 
 
 def _describe(serves):

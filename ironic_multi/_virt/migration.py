@@ -208,9 +208,13 @@ class Migration(object):
         client = self._report_client()
         survey = self._takeover.survey(context)
         nodes = in_tree_nodes(context)
+        found = in_tree_instances(context, survey.services, nodes)
         on_node = collections.defaultdict(list)
-        for instance in in_tree_instances(context, survey.services, nodes):
+        for instance in found:
             on_node[instance.node].append(instance)
+        # Once per host: each asks the group for its members.
+        adopters = {host: self._takeover.in_tree_adopter(host, survey.down)
+                    for host in {instance.host for instance in found}}
         compute_nodes, entries = [], []
         for compute_node in nodes:
             instances = on_node[compute_node.hypervisor_hostname]
@@ -218,10 +222,8 @@ class Migration(object):
                                   'host': compute_node.host,
                                   'instances': len(instances)})
             for instance in instances:
-                adopter = self._takeover.in_tree_adopter(instance.host,
-                                                         survey.down)
                 entries.append(self._entry(context, client, compute_node,
-                                           instance, adopter))
+                                           instance, adopters[instance.host]))
         LOG.info('Migration plan: %(nodes)d in-tree compute node(s), '
                  '%(instances)d instance(s), %(refused)d refused',
                  {'nodes': len(compute_nodes), 'instances': len(entries),

@@ -96,6 +96,8 @@ class Rollback(object):
         self._takeover = takeover
         self._on_change = on_change
         self.host = takeover.host
+        # This driver's compute node's provider on the host.
+        self._provider = host_mod.compute_node_uuid(self.host)
 
     def serve(self, request):
         """The operator request ``migrate-rollback``; only its host answers.
@@ -177,7 +179,6 @@ class Rollback(object):
         result = {'host': self.host, 'to': target, 'dry_run': lock is None,
                   'rolled_back': [], 'skipped': {}}
         client = self._takeover.client()
-        ours = host_mod.compute_node_uuid(self.host)
         # On this driver's compute node (named after the host): those
         # handed back in place keep the host.
         instances = objects.InstanceList.get_by_host_and_node(
@@ -188,9 +189,9 @@ class Rollback(object):
                 current = client.get_allocs_for_consumer(context,
                                                          instance.uuid)
                 node = getattr(reservation, 'node_uuid', None)
-                reasons = refusals(instance, reservation,
-                                   migration.allocations_of(current),
-                                   self._reserver.group, (ours, node))
+                reasons = refusals(
+                    instance, reservation, migration.allocations_of(current),
+                    self._reserver.group, (self._provider, node))
                 if not reasons and lock is not None:
                     self._takeover.still_locked(self.host, lock)
                     self._roll_back_one(context, client, instance,
@@ -213,15 +214,14 @@ class Rollback(object):
         # allocation claims it), before anything else is written.  Nova's
         # instance last: a run finds what is left by it.
         node_uuid = reservation.node_uuid
-        self._reserver.disown(instance.uuid, target)
+        self._reserver.disown(reservation, target)
         try:
             compute_node = self._in_tree_compute_node(context, node_uuid,
                                                       target)
             self._in_tree_provider(context, client, node_uuid, instance.uuid,
                                    current)
-            self._takeover.move_allocation(
-                context, client, instance.uuid, current,
-                host_mod.compute_node_uuid(self.host), node_uuid)
+            self._takeover.move_allocation(context, client, instance.uuid,
+                                           current, self._provider, node_uuid)
             instance.host = target
             instance.node = node_uuid
             instance.compute_id = compute_node.id
@@ -251,7 +251,7 @@ class Rollback(object):
             self._takeover.move_allocation(
                 context, client, consumer,
                 client.get_allocs_for_consumer(context, consumer),
-                node_uuid, host_mod.compute_node_uuid(self.host))
+                node_uuid, self._provider)
             if not client.get_allocations_for_resource_provider(
                     context, node_uuid).allocations:
                 client.delete('/resource_providers/%s' % node_uuid,

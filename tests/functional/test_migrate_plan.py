@@ -61,6 +61,17 @@ class _InTreeCase(nova_base.IronicMultiTestBase):
         self.computes[host].stop()
         return servers
 
+    def switched_in_place(self, count):
+        """``count`` in-tree servers on HOST, then this driver there.
+
+        :returns: ``(servers, {server id: node}, manage config file)``.
+        """
+        servers = self.boot_in_tree(HOST, count)
+        nodes = {s['id']: s['OS-EXT-SRV-ATTR:hypervisor_hostname']
+                 for s in servers}
+        self.start_compute(HOST)
+        return servers, nodes, self.manage_config_file()
+
 
 class MigratePlanTest(_InTreeCase):
 
@@ -210,11 +221,7 @@ class SwitchInPlaceTest(_InTreeCase):
     NODES = 3
 
     def test_a_host_switched_in_place_moves_its_own_servers(self):
-        servers = self.boot_in_tree(HOST, 2)
-        nodes = {s['id']: s['OS-EXT-SRV-ATTR:hypervisor_hostname']
-                 for s in servers}
-        self.start_compute(HOST)
-        conf_file = self.manage_config_file()
+        servers, nodes, conf_file = self.switched_in_place(2)
         # The service's start leaves the in-tree nodes as they are: only
         # apply marks them.
         for node in nodes.values():
@@ -378,11 +385,7 @@ class RollbackTest(_InTreeCase):
     NODES = 3
 
     def test_servers_go_back_in_place_and_stay_manageable(self):
-        servers = self.boot_in_tree(HOST, 2)
-        nodes = {s['id']: s['OS-EXT-SRV-ATTR:hypervisor_hostname']
-                 for s in servers}
-        self.start_compute(HOST)
-        conf_file = self.manage_config_file()
+        servers, nodes, conf_file = self.switched_in_place(2)
         code, out, err = self.manage(
             '--config-file', conf_file, 'migrate', 'apply', '--from', HOST,
             '-f', 'json', '--timeout', '30')

@@ -74,6 +74,18 @@ class _Membership(object):
         return self.session, 'http://etcd/v3/watch', b'tooz/groups/g/'
 
 
+def _watch_until(session, on_change, event):
+    """Watch ``session``'s stream until ``event`` is set; then stop."""
+    watch = member_watch.MemberWatch(_Membership(session), on_change)
+    watch.start()
+    try:
+        assert event.wait(5)
+    finally:
+        watch.stop()
+    watch._thread.join(5)
+    assert not watch._thread.is_alive()
+
+
 def test_it_watches_again_after_etcd_went_away(monkeypatch, caplog):
     monkeypatch.setattr(member_watch, 'RETRY', 0.01)
     lines = [b'', json.dumps({'result': {'created': True}}).encode(),
@@ -83,14 +95,7 @@ def test_it_watches_again_after_etcd_went_away(monkeypatch, caplog):
                  {'type': 'DELETE', 'kv': {}}]}}).encode()]
     session = _Session(failures=3, lines=lines)
     woken = threading.Event()
-    watch = member_watch.MemberWatch(_Membership(session), woken.set)
-    watch.start()
-    try:
-        assert woken.wait(5)
-    finally:
-        watch.stop()
-    watch._thread.join(5)
-    assert not watch._thread.is_alive()
+    _watch_until(session, woken.set, woken)
     assert session.posts[0] == {'create_request': {
         'key': 'dG9vei9ncm91cHMvZy8=', 'range_end': 'dG9vei9ncm91cHMvZzA='}}
     # One warning for the three failures in a row.
@@ -114,13 +119,7 @@ def test_a_failed_refresh_keeps_the_stream(caplog):
         else:
             raise RuntimeError('Ironic is away')
 
-    watch = member_watch.MemberWatch(_Membership(session), refresh)
-    watch.start()
-    try:
-        assert done.wait(5)
-    finally:
-        watch.stop()
-    watch._thread.join(5)
+    _watch_until(session, refresh, done)
     assert calls == [1, 1]
     assert any('Following a join or a leave' in r.message
                for r in caplog.records)

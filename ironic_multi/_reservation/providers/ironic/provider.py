@@ -561,10 +561,15 @@ class IronicProvider(base.NodeProvider):
         return dataclasses.replace(reservation, group=self.group,
                                    consumer=self.consumer)
 
-    def _holding(self, node_uuid, instance_uuid):
-        """The node as it is now, or None unless it holds the instance."""
+    def _holding(self, node_uuid, instance_uuid, fields=None):
+        """The node as it is now, or None unless it holds the instance.
+
+        :param fields: what to read (:data:`~.deploy.HOLDER_FIELDS` by
+            default).
+        """
         try:
-            node = self.api.get_node(node_uuid, fields=deploy.HOLDER_FIELDS)
+            node = self.api.get_node(node_uuid,
+                                     fields=fields or deploy.HOLDER_FIELDS)
         except exception.NodeNotFound:
             return None
         return node if node.get('instance_uuid') == instance_uuid else None
@@ -707,54 +712,53 @@ class IronicProvider(base.NodeProvider):
         except exception.NodeNotFound:
             return None
 
-    def mark_host(self, reservation, host):
-        node = self._holding(reservation.node_uuid,
-                             reservation.instance_uuid)
-        if node is None:
-            raise exception.ReservationNotFound(
-                instance=reservation.instance_uuid)
-        mark = ownership.of(node)
-        host_mark = {'op': 'add', 'value': host,
-                     'path': '/instance_info/%s' % deploy.HOST_KEY}
-        if mark is None:
-            # Claimed by allocation (the allocation carries the mark), or
-            # before marks: the caller made sure it is this group's.
-            patch = ownership.mark_patch(node, self._mark(reservation))
-        elif mark['group'] != self.group:
-            raise exception.ForeignReservation(
-                instance=reservation.instance_uuid,
-                node=reservation.node_uuid, group=mark['group'],
-                ours=self.group)
-        else:
-            patch = [ownership.guard(reservation.instance_uuid, self.group)]
-        if not self._patch_held(node, patch + [host_mark]):
-            raise exception.ReservationNotFound(
-                instance=reservation.instance_uuid)
+    def _held_marked(self, reservation, fields=None):
+        """``(node, its mark or None)`` for a host mark change.
 
-    def disown(self, reservation, host):
+        :raises ReservationNotFound: the node no longer holds the instance.
+        :raises ForeignReservation: another group's mark is on it.
+        """
         node = self._holding(reservation.node_uuid,
-                             reservation.instance_uuid)
+                             reservation.instance_uuid, fields)
         if node is None:
             raise exception.ReservationNotFound(
                 instance=reservation.instance_uuid)
-        host_mark = {'op': 'add', 'value': host,
-                     'path': '/instance_info/%s' % deploy.HOST_KEY}
         mark = ownership.of(node)
         if mark is not None and mark['group'] != self.group:
             raise exception.ForeignReservation(
                 instance=reservation.instance_uuid,
                 node=reservation.node_uuid, group=mark['group'],
                 ours=self.group)
+        return node, mark
+
+    def _patch_host_mark(self, reservation, node, patch, host):
+        """Apply the guarded ``patch`` with ``host`` as the host mark."""
+        host_mark = {'op': 'add', 'value': host,
+                     'path': '/instance_info/%s' % deploy.HOST_KEY}
+        if not self._patch_held(node, patch + [host_mark]):
+            raise exception.ReservationNotFound(
+                instance=reservation.instance_uuid)
+
+    def mark_host(self, reservation, host):
+        node, mark = self._held_marked(reservation)
+        if mark is None:
+            # Claimed by allocation (the allocation carries the mark), or
+            # before marks: the caller made sure it is this group's.
+            patch = ownership.mark_patch(node, self._mark(reservation))
+        else:
+            patch = [ownership.guard(reservation.instance_uuid, self.group)]
+        self._patch_host_mark(reservation, node, patch, host)
+
+    def disown(self, reservation, host):
+        node, mark = self._held_marked(
+            reservation, deploy.HOLDER_FIELDS + ('allocation_uuid',))
         # An Ironic allocation carries a mark too, and the in-tree driver
         # would never delete it: only the node's tear down ends it.
-        allocation = self.api.get_node(
-            reservation.node_uuid,
-            fields=('allocation_uuid',)).get('allocation_uuid')
-        if allocation:
+        if node.get('allocation_uuid'):
             raise exception.NodeCannot(
                 node=reservation.node_uuid, action='go to the in-tree driver',
                 reason='Ironic allocation %s claims it, and only its tear '
-                       'down ends it' % allocation)
+                       'down ends it' % node['allocation_uuid'])
         if mark is None:
             # Handed over already: a run that stopped half way.
             patch = [ownership.holder_guard(reservation.instance_uuid)]
@@ -762,9 +766,7 @@ class IronicProvider(base.NodeProvider):
             patch = [ownership.guard(reservation.instance_uuid, self.group),
                      {'op': 'remove', 'path': '%s/%s' % (
                          ownership.PATH, reservation.instance_uuid)}]
-        if not self._patch_held(node, patch + [host_mark]):
-            raise exception.ReservationNotFound(
-                instance=reservation.instance_uuid)
+        self._patch_host_mark(reservation, node, patch, host)
         LOG.info('Handed node %(node)s of instance %(instance)s to the '
                  'in-tree driver on host %(host)s',
                  {'node': reservation.node_uuid,
