@@ -31,6 +31,7 @@ import json
 from nova.compute import task_states
 from nova import context
 from nova import objects
+from oslo_utils import uuidutils
 
 from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi.testing import nova_services
@@ -488,3 +489,65 @@ class RollbackTest(_InTreeCase):
         self.ironic.wait_for_node(nodes[idle['id']],
                                   provision_state='available',
                                   instance_uuid=None)
+
+    def test_a_hand_over_placement_refuses_is_taken_back(self):
+        (server,), nodes, conf_file = self.switched_in_place(1)
+        code, _out, err = self.manage(
+            '--config-file', conf_file, 'migrate', 'apply', '--from', HOST,
+            '-f', 'json', '--timeout', '30')
+        self.assertEqual(0, code, err)
+        node_uuid = nodes[server['id']]
+        mark = ownership.of(self.ironic.get_node(node_uuid))
+        service_rp = self._get_provider_uuid_by_host(HOST)
+        # The node's provider is back, holding another consumer: the
+        # hand-over fails after the node was disowned, and takes it back.
+        other = uuidutils.generate_uuid()
+        self.placement.post('/resource_providers', {
+            'uuid': node_uuid, 'name': node_uuid}, version='1.20')
+        self.placement.put('/resource_providers/%s/inventories' % node_uuid,
+                           {'resource_provider_generation': 0,
+                            'inventories': {'CUSTOM_BAREMETAL': {
+                                'total': 1}}}, version='1.20')
+        self.placement.put('/allocations/%s' % other, {
+            'allocations': {node_uuid: {
+                'resources': {'CUSTOM_BAREMETAL': 1}}},
+            'consumer_generation': None, 'project_id': server['tenant_id'],
+            'user_id': server['user_id']}, version='1.28')
+        rollback = ('--config-file', conf_file, 'migrate', 'rollback',
+                    '--from', HOST, '-f', 'json', '--timeout', '30')
+
+        code, out, err = self.manage(*rollback)
+        answer = json.loads(out)
+        self.assertEqual((1, [], 1), (code, answer['Rolled Back'],
+                                      answer['Remaining']), err)
+        self.assertIn('its resource provider holds the allocation of %s'
+                      % other, answer['Skipped'][server['id']])
+        # As it was: this group's mark and host, its allocation on the
+        # service's provider, Nova's instance here; the provider that
+        # holds another consumer is not ours to remove.
+        node = self.ironic.get_node(node_uuid)
+        self.assertEqual((mark['group'], HOST), (
+            ownership.of(node)['group'],
+            node['instance_info']['nova_host_id']))
+        self.assertEqual({service_rp: {'CUSTOM_BAREMETAL': 1}},
+                         self.server_allocation(server['id']))
+        shown = self._show_server(server)
+        self.assertEqual((HOST, HOST, 'ACTIVE'), (
+            shown['OS-EXT-SRV-ATTR:host'],
+            shown['OS-EXT-SRV-ATTR:hypervisor_hostname'], shown['status']))
+        self.assertEqual({node_uuid: {'CUSTOM_BAREMETAL': 1}}, {
+            rp: alloc['resources'] for rp, alloc in self.placement.get(
+                '/allocations/%s' % other,
+                version='1.28').body['allocations'].items()})
+        # Managed by this driver still.
+        self._reboot_server(shown, hard=True)
+
+        # Once the other consumer is gone, the next run hands it over.
+        self.placement.delete('/allocations/%s' % other, version='1.28')
+        code, out, err = self.manage(*rollback)
+        self.assertEqual((0, [server['id']], 0), (
+            code, json.loads(out)['Rolled Back'],
+            json.loads(out)['Remaining']), err)
+        self.assertEqual({node_uuid: {'CUSTOM_BAREMETAL': 1}},
+                         self.server_allocation(server['id']))
+        self.assertIsNone(ownership.of(self.ironic.get_node(node_uuid)))
