@@ -152,7 +152,10 @@ class Rollback(object):
             result['seconds'] = round(time.monotonic() - started, 3)
             return result
         try:
-            lock = self._takeover.lock(self.host, wait)
+            # The lock a takeover or an apply of this host's servers takes.
+            lock = self._takeover.lock(
+                self.host, wait, busy='another run moves its servers now (a '
+                                      'takeover, an apply or a rollback)')
         except exception.TakeoverRefused as e:
             raise self._refused(target, 'the group\'s lock of the host: %s'
                                 % e.kwargs.get('reason', e))

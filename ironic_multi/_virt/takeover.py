@@ -175,6 +175,10 @@ _INTERRUPTED = dict(
        (task_states.RESUMING, nova_exception.InstanceResumeFailure)])
 
 
+# Why a takeover waited for the group's lock of a host in vain.
+_ADOPTING_NOW = 'another service is adopting them now'
+
+
 def enabled(conf):
     """Whether the automatic takeover runs (the periodic is registered)."""
     opts = conf.ironic_multi
@@ -558,7 +562,12 @@ class Takeover(object):
             self._on_adopted(result)
         return result
 
-    def lock(self, source, wait=0):
+    def lock(self, source, wait=0, busy=_ADOPTING_NOW):
+        """The group's lock of ``source``'s instances, within ``wait`` s.
+
+        :param busy: the refusal's reason while another run holds it.
+        :raises TakeoverRefused:
+        """
         # Tries without blocking, again and again: a blocking acquire
         # would outlive the membership's call bound whenever another
         # service holds the lock.
@@ -575,8 +584,7 @@ class Takeover(object):
                 raise self._refused(
                     source, 'cannot take the group\'s lock: %s' % e)
             if time.monotonic() >= deadline:
-                raise self._refused(source,
-                                    'another service is adopting them now')
+                raise self._refused(source, busy)
             time.sleep(LOCK_RETRY)
 
     def _fence(self, source, lock):

@@ -413,8 +413,9 @@ class RollbackTest(_InTreeCase):
             takeover.release(lock)
         self.assertEqual(1, code, err)
         self.assertIn('does not hand its servers to the in-tree driver on '
-                      '%s: the group\'s lock of the host: another service '
-                      'is adopting them now' % HOST, err)
+                      '%s: the group\'s lock of the host: another run '
+                      'moves its servers now (a takeover, an apply or a '
+                      'rollback)' % HOST, err)
 
         # A task under way: that server stays; the run says one remains.
         busy, idle = servers

@@ -27,6 +27,7 @@ import urllib.parse
 import uuid
 
 import fixtures
+from oslo_utils import timeutils
 import requests
 import yaml
 
@@ -83,6 +84,30 @@ EXTRA_SPECS_MICROVERSION = '2.85'
 
 class CloudError(process.ServiceError):
     pass
+
+
+class _Settling(object):
+    """Whether a value has stayed the same for ``seconds``."""
+
+    def __init__(self, seconds):
+        self._seconds = seconds
+        self._value = self._since = None
+
+    def still(self, value):
+        now = time.monotonic()
+        if self._since is None or value != self._value:
+            self._value, self._since = value, now
+        return now - self._since >= self._seconds
+
+
+def _reported_since(service, since):
+    if since is None:
+        return True
+    if not service.updated_at:
+        return False
+    # Nova keeps whole seconds.
+    return (timeutils.parse_isotime(service.updated_at).replace(tzinfo=None)
+            >= since.replace(microsecond=0))
 
 
 class Cloud(fixtures.Fixture):
@@ -528,13 +553,22 @@ class Cloud(fixtures.Fixture):
         return {s.host: s for s in admin.compute.services()
                 if s.binary == binary}
 
-    def wait_for_computes(self, hosts, state='up', timeout=COMPUTE_TIMEOUT):
-        """Until Nova reports every host's nova-compute ``state``."""
+    def wait_for_computes(self, hosts, state='up', timeout=COMPUTE_TIMEOUT,
+                          since=None):
+        """Until Nova reports every host's nova-compute ``state``.
+
+        :param since: a UTC datetime: also until each host's service has
+            reported after it.  After a restart, the stopped process's
+            last report keeps the host up for ``service_down_time``, and
+            the new one reports only once it has started: in between
+            Nova may report the host down.
+        """
         deadline = time.monotonic() + timeout
         while True:
             known = self.nova_services()
             missing = [h for h in hosts
-                       if h not in known or known[h].state != state]
+                       if h not in known or known[h].state != state
+                       or not _reported_since(known[h], since)]
             if not missing:
                 return
             for host in missing:
@@ -551,13 +585,15 @@ class Cloud(fixtures.Fixture):
         """Until each compute's provider has every resource class.
 
         Other drivers: until the in-tree driver has a provider with
-        inventory per Ironic node, or the fake driver its one.
+        inventory per Ironic node, and its hash ring has stopped moving
+        them between its computes, or the fake driver its one.
         """
         wanted = {'CUSTOM_%s' % rc.upper()
                   for rc in self.layout.resource_classes()}
         providers = {nova.IN_TREE_DRIVER: len(self.node_groups)}.get(
             self.compute_driver, 1)
         deadline = time.monotonic() + timeout
+        settling = _Settling(2 * self.update_resources_interval)
         while True:
             inventories = self.provider_inventories()
             if self.compute_driver == nova.COMPUTE_DRIVER:
@@ -567,12 +603,25 @@ class Cloud(fixtures.Fixture):
                 have = sum(1 for found in inventories.values() if found)
                 short = [] if have >= providers else [
                     '%d of %d providers' % (have, providers)]
+            if (not short and self.compute_driver == nova.IN_TREE_DRIVER
+                    and not settling.still(self.in_tree_layout())):
+                # A compute that starts takes its share of the nodes from
+                # the others at its next resource update: a boot
+                # scheduled to a node on the move fails on the host that
+                # lost it.
+                short = ['the in-tree computes\' nodes (still moving)']
             if not short:
                 return inventories
             if time.monotonic() > deadline:
                 raise CloudError('No %s inventory on %s after %d s' % (
                     ', '.join(sorted(wanted)), ', '.join(short), timeout))
             time.sleep(1)
+
+    def in_tree_layout(self):
+        """``{hypervisor (node) name: host}`` as Nova's API reports it."""
+        admin = self.connection(ADMIN_CLOUD)
+        return {h.name: (h.service_details or {}).get('host')
+                for h in admin.compute.hypervisors(details=True)}
 
     def provider_inventories(self):
         """``{provider name: {resource class: inventory}}`` in placement."""
