@@ -15,7 +15,8 @@
 """Database chores of the Ironic test server, run by the Ironic venv's python.
 
 That venv always has SQLAlchemy and the PostgreSQL and MySQL drivers the
-server itself uses; the test venv need not.
+server itself uses, and pycdlib (Ironic builds ISO images with it); the
+test venv need not.
 
     python _ironic_db.py create ADMIN_URL NAME
     python _ironic_db.py drop ADMIN_URL NAME
@@ -23,16 +24,21 @@ server itself uses; the test venv need not.
     python _ironic_db.py clone URL TEMPLATE_UUID < copies.json
     python _ironic_db.py wipe URL
     python _ironic_db.py provision URL NODE_UUID STATE
+    python _ironic_db.py configdrive-file URL NODE_UUID PATH
 
 ``copies.json`` is a list of dicts, one per copy: column values for the new
 ``nodes`` row (at least ``uuid``; times as ISO 8601 text), and optionally
 ``traits``, the list that replaces the template's traits.
 """
 
+import base64
 import datetime
+import gzip
+import io
 import json
 import sys
 
+import pycdlib
 import sqlalchemy as sa
 
 # Columns binding the template node to something; a copy starts unbound.
@@ -141,6 +147,28 @@ def provision(url, node_uuid, state):
         raise SystemExit('no node %s' % node_uuid)
 
 
+def configdrive_file(url, node_uuid, path):
+    """Print a file of the config drive Ironic stored for the node.
+
+    Ironic's API masks ``instance_info/configdrive``; the drive is the
+    gzipped, base64-encoded ISO 9660 image the driver sent, read with
+    pycdlib (which Ironic's venv has) by its Rock Ridge ``path``.
+    """
+    engine = sa.create_engine(url)
+    nodes = sa.Table('nodes', sa.MetaData(), autoload_with=engine)
+    with engine.connect() as conn:
+        info = conn.execute(sa.select(nodes.c.instance_info).where(
+            nodes.c.uuid == node_uuid)).scalar()
+    drive = json.loads(info or '{}').get('configdrive')
+    if not isinstance(drive, str):
+        raise SystemExit('node %s has no config drive image' % node_uuid)
+    iso = pycdlib.PyCdlib()
+    iso.open_fp(io.BytesIO(gzip.decompress(base64.b64decode(drive))))
+    out = io.BytesIO()
+    iso.get_file_from_iso_fp(out, rr_path=path)
+    sys.stdout.write(out.getvalue().decode())
+
+
 def _ids_by_uuid(conn, nodes, uuids, chunk=500):
     ids = {}
     for start in range(0, len(uuids), chunk):
@@ -156,7 +184,8 @@ def _admin_engine(admin_url):
 
 def main(argv):
     commands = {'create': create, 'drop': drop, 'databases': databases,
-                'clone': clone, 'wipe': wipe, 'provision': provision}
+                'clone': clone, 'wipe': wipe, 'provision': provision,
+                'configdrive-file': configdrive_file}
     commands[argv[1]](*argv[2:])
 
 

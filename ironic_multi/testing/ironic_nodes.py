@@ -137,6 +137,14 @@ class IronicNodes:
         self.server.run_db_tool('provision', self.server.db_url, node_uuid,
                                 state)
 
+    def config_drive_file(self, node_uuid, path):
+        """A file of the config drive Ironic stored for the node, as text.
+
+        Read from the database: Ironic's API masks the drive.
+        """
+        return self.server.run_db_tool('configdrive-file',
+                                       self.server.db_url, node_uuid, path)
+
     def writes(self, node_uuids, since):
         """Requests that wrote to ``node_uuids`` since ``since``.
 
@@ -200,6 +208,30 @@ class IronicNodes:
         path = '/v1/allocations/%s' % allocation_uuid
         return _wait(lambda: self.request('GET', path).json(), expected,
                      timeout, lambda item: item['state'] == 'error')
+
+    def add_bond(self, node_uuid, mode='802.3ad', miimon='100'):
+        """A port group of two ports on the node, as a bonded NIC pair.
+
+        The MACs end in the node UUID's last three bytes: unique per node
+        for any fleet of a test.
+
+        :returns: ``{'portgroup': uuid, 'ports': [uuid, uuid],
+            'addresses': {uuid: MAC}}``.
+        """
+        suffix = ':'.join('%02x' % b for b in uuid.UUID(node_uuid).bytes[-3:])
+        group = self.request('POST', '/v1/portgroups', expect=(201,), json={
+            'node_uuid': node_uuid, 'address': '52:54:00:%s' % suffix,
+            'mode': mode, 'properties': {'miimon': miimon}}).json()
+        addresses = {group['uuid']: group['address']}
+        ports = []
+        for index in (1, 2):
+            port = self.request('POST', '/v1/ports', expect=(201,), json={
+                'node_uuid': node_uuid, 'portgroup_uuid': group['uuid'],
+                'address': '52:54:%02x:%s' % (index, suffix)}).json()
+            ports.append(port['uuid'])
+            addresses[port['uuid']] = port['address']
+        return {'portgroup': group['uuid'], 'ports': ports,
+                'addresses': addresses}
 
     def _enroll(self, body, traits):
         node = self.request('POST', '/v1/nodes', expect=(201,),

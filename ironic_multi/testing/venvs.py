@@ -54,6 +54,8 @@ SERVERS = {
                'osc-placement', 'networking-baremetal', 'tempest==47.0.0',
                'waitress==3.0.2', 'etcd3gw', 'SQLAlchemy<2.1',
                'psycopg2-binary', 'PyMySQL',
+               # Nova's config drives: its genisoimage work-alike.
+               'pycdlib',
                # oslo.cache's stevedore loads every backend of its own at
                # a service's first request, and logs an ERROR for this
                # one's missing module.

@@ -20,6 +20,7 @@ side, as its administrator.
 """
 
 import collections
+import json
 import time
 
 from ironic_multi.testing.cloud import cloud as cloud_mod
@@ -214,3 +215,59 @@ def test_boot_with_a_port_on_the_flat_network(cloud, servers):
     cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
     assert cloud.openstack('port', 'list', '--device-id', server['id'],
                            cloud=ADMIN) == []
+
+
+def test_a_port_group_is_a_bond_in_the_config_drive(cloud, servers):
+    """A real boot's config drive bonds the node's port group.
+
+    Every fake node has a port group of two ports.  Ironic's noop network
+    interface records no VIF on them, so each free node's port group
+    names the server's port in ``extra`` (Ironic reads that too; the
+    claim picks one of them).  Nova builds the drive with its
+    genisoimage command (pycdlib's); the drive Ironic stored is read back
+    from its database.
+    """
+    port = cloud.openstack('port', 'create', '--network', 'baremetal',
+                           'bonded')
+    vif_path = '/extra/vif_port_id'
+    groups = {}
+    for node in cloud.ironic.list_nodes(provision_state='available'):
+        (group,) = cloud.ironic.request(
+            'GET', '/v1/portgroups', params={'node': node['uuid']}).json()[
+            'portgroups']
+        cloud.ironic.request('PATCH', '/v1/portgroups/%s' % group['uuid'],
+                             json=[{'op': 'add', 'path': vif_path,
+                                    'value': port['id']}])
+        groups[node['uuid']] = group['uuid']
+    try:
+        server = cloud.openstack(
+            'server', 'create', '--flavor', 'silver', '--image', 'cirros',
+            '--port', port['id'], '--config-drive', 'True', '--wait',
+            'bonded')
+        servers.append(server['id'])
+        assert server['status'] == 'ACTIVE'
+        node = node_of(cloud, server['id'])['uuid']
+        network_data = json.loads(cloud.ironic.config_drive_file(
+            node, '/openstack/latest/network_data.json'))
+    finally:
+        for group in groups.values():
+            cloud.ironic.request('PATCH', '/v1/portgroups/%s' % group,
+                                 json=[{'op': 'remove', 'path': vif_path}])
+    group = cloud.ironic.request(
+        'GET', '/v1/portgroups/%s' % groups[node]).json()
+    members = {p['uuid']: p['address'] for p in cloud.ironic.request(
+        'GET', '/v1/ports', params={'node': node}).json()['ports']}
+    (bond,) = [link for link in network_data['links']
+               if link.get('vif_id') == port['id']]
+    assert (bond['type'], bond['bond_mode'], bond['bond_miimon'],
+            bond['ethernet_mac_address'], sorted(bond['bond_links'])) == (
+        'bond', '802.3ad', '100', group['address'], sorted(members))
+    assert {link['id']: link['ethernet_mac_address']
+            for link in network_data['links']
+            if link['id'] in members} == members
+    # The server's address, on the bond.
+    (network,) = network_data['networks']
+    assert (network['link'], network['ip_address']) == (
+        bond['id'], port['fixed_ips'][0]['ip_address'])
+    cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
+    cloud.openstack('port', 'delete', port['id'], parse=False)

@@ -19,7 +19,9 @@ behind the cloud's Keystone; the fleet is a
 :class:`~ironic_multi.testing.fleet.Layout` (resource classes ``gold``,
 ``silver`` and ``bronze``, a trait on some nodes, a ``boot_mode``
 capability on all, some owned by another project, shard keys dealt round
-robin).
+robin).  Each node has a port group of two ports (a bond, ``802.3ad``),
+as a bare metal machine with a bonded NIC pair: Nova's in-tree driver and
+this one make a bond of it in the config drive's ``network_data.json``.
 """
 
 import concurrent.futures
@@ -40,21 +42,24 @@ def enroll(nodes, layout, on_enrolled=None):
     """Enroll ``layout``'s nodes through ``nodes`` (IronicNodes).
 
     Each node is enrolled, managed, provided and powered off through the
-    API, two at a time.  ``on_enrolled()`` is called after each.  Returns
-    ``{node uuid: group name}``.
+    API, and gets its bond, two at a time.  ``on_enrolled()`` is called
+    after each.  Returns ``{node uuid: group name}``.
     """
+    def enroll(group, shard):
+        (uuid,) = nodes.enroll_nodes(
+            1, resource_class=group.resource_class,
+            properties=group.properties, traits=group.traits, shard=shard,
+            owner=group.owner, name_prefix=group.name)
+        nodes.add_bond(uuid)
+        return uuid
+
     enrolled = {}
     pool = concurrent.futures.ThreadPoolExecutor(ENROLL_THREADS)
     try:
-        futures = {pool.submit(nodes.enroll_nodes, 1,
-                               resource_class=group.resource_class,
-                               properties=group.properties,
-                               traits=group.traits, shard=shard,
-                               owner=group.owner,
-                               name_prefix=group.name): group
+        futures = {pool.submit(enroll, group, shard): group
                    for group, shard in layout.node_specs()}
         for future in concurrent.futures.as_completed(futures):
-            (uuid,) = future.result()
+            uuid = future.result()
             enrolled[uuid] = futures[future].name
             if on_enrolled is not None:
                 on_enrolled()

@@ -130,6 +130,9 @@ def compute_config(cloud, host):
             # A build whose RPC messages were lost (a broker restart) stays
             # in BUILD for good without it (Nova's default is 0, never).
             'instance_build_timeout': cloud.instance_build_timeout,
+            # Config drives as a compute host's genisoimage builds them:
+            # pycdlib's work-alike, from the venv (no system package).
+            'mkisofs_cmd': cloud.bin('pycdlib-genisoimage'),
         },
         # A claim that finds no node does not disable the service.
         'compute': {'consecutive_build_service_disable_threshold': 0},

@@ -87,8 +87,9 @@ DISABLED_FEATURES = {
     'serial_console': 'Ironic\'s fake serial console gives no socat '
                       'endpoint; the driver gives a real one\'s',
     'change_password': 'Nova sets it through a hypervisor\'s guest agent',
-    'interface_attach': 'the fake nodes have no Ironic ports to bind a VIF '
-                        'to, and no Neutron agent makes a port ACTIVE',
+    'interface_attach': 'Ironic\'s noop network interface binds no VIF to '
+                        'the fake nodes\' ports, and no Neutron agent makes '
+                        'a port ACTIVE',
     'disk_config': 'the image and Ironic lay out the disk, not Nova\'s '
                    'AUTO or MANUAL disk config',
     'hostname_fqdn_sanitization': 'its test reads the hostname inside '
