@@ -16,7 +16,7 @@
 
 That venv always has SQLAlchemy and the PostgreSQL and MySQL drivers the
 server itself uses, and pycdlib (Ironic builds ISO images with it); the
-test venv need not.
+test venv need not.  Keystone's venv runs the database chores too.
 
     python _ironic_db.py create ADMIN_URL NAME
     python _ironic_db.py drop ADMIN_URL NAME
@@ -38,7 +38,6 @@ import io
 import json
 import sys
 
-import pycdlib
 import sqlalchemy as sa
 
 # Columns binding the template node to something; a copy starts unbound.
@@ -162,6 +161,8 @@ def configdrive_file(url, node_uuid, path):
     drive = json.loads(info or '{}').get('configdrive')
     if not isinstance(drive, str):
         raise SystemExit('node %s has no config drive image' % node_uuid)
+    # Here, not at the top: Keystone's venv runs this file too, without it.
+    import pycdlib
     iso = pycdlib.PyCdlib()
     iso.open_fp(io.BytesIO(gzip.decompress(base64.b64decode(drive))))
     out = io.BytesIO()
