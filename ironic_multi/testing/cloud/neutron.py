@@ -19,6 +19,8 @@ ML2 with flat networks on ``physnet1`` and networking-baremetal's
 ports without an agent on the host.  No L3, no DHCP, no agents: bare
 metal boots without ports (``--nic none``) need only the API, which Nova
 calls all the same (port listings on delete, periodic cache heals).
+Projects may create networks of their own (VLANs on ``physnet1``), whose
+ports stay unbound as those of the flat network do.
 """
 
 import os
@@ -28,6 +30,8 @@ from ironic_multi.testing.cloud import process
 
 THREADS = 4
 PHYSNET = 'physnet1'
+# The VLAN IDs of project networks.
+VLANS = (100, 199)
 CONFIG_FILES = ('neutron.conf', 'ml2_conf.ini')
 
 
@@ -55,10 +59,15 @@ def write_config(cloud):
         'oslo_concurrency': {'lock_path': os.path.join(directory, 'locks')},
     }
     ml2 = {
-        'ml2': {'type_drivers': 'flat', 'tenant_network_types': '',
+        # Projects get networks of their own (VLANs on the physical
+        # network): a server with a port on each of two (tempest's
+        # multi-NIC tests).  No agent binds their ports either.
+        'ml2': {'type_drivers': 'flat,vlan', 'tenant_network_types': 'vlan',
                 'mechanism_drivers': 'baremetal',
                 'extension_drivers': 'port_security'},
         'ml2_type_flat': {'flat_networks': PHYSNET},
+        'ml2_type_vlan': {'network_vlan_ranges': '%s:%d:%d' % (
+            PHYSNET, VLANS[0], VLANS[1])},
     }
     return [config.write(os.path.join(directory, name), sections)
             for name, sections in zip(CONFIG_FILES, (neutron, ml2))]
