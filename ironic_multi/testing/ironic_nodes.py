@@ -213,25 +213,17 @@ class IronicNodes:
         """A port group of two ports on the node, as a bonded NIC pair.
 
         The MACs end in the node UUID's last three bytes: unique per node
-        for any fleet of a test.
-
-        :returns: ``{'portgroup': uuid, 'ports': [uuid, uuid],
-            'addresses': {uuid: MAC}}``.
+        for any fleet of a test.  Returns the port group's UUID.
         """
         suffix = ':'.join('%02x' % b for b in uuid.UUID(node_uuid).bytes[-3:])
         group = self.request('POST', '/v1/portgroups', expect=(201,), json={
             'node_uuid': node_uuid, 'address': '52:54:00:%s' % suffix,
-            'mode': mode, 'properties': {'miimon': miimon}}).json()
-        addresses = {group['uuid']: group['address']}
-        ports = []
+            'mode': mode, 'properties': {'miimon': miimon}}).json()['uuid']
         for index in (1, 2):
-            port = self.request('POST', '/v1/ports', expect=(201,), json={
-                'node_uuid': node_uuid, 'portgroup_uuid': group['uuid'],
-                'address': '52:54:%02x:%s' % (index, suffix)}).json()
-            ports.append(port['uuid'])
-            addresses[port['uuid']] = port['address']
-        return {'portgroup': group['uuid'], 'ports': ports,
-                'addresses': addresses}
+            self.request('POST', '/v1/ports', expect=(201,), json={
+                'node_uuid': node_uuid, 'portgroup_uuid': group,
+                'address': '52:54:%02x:%s' % (index, suffix)})
+        return group
 
     def _enroll(self, body, traits):
         node = self.request('POST', '/v1/nodes', expect=(201,),

@@ -230,15 +230,17 @@ def test_a_port_group_is_a_bond_in_the_config_drive(cloud, servers):
     port = cloud.openstack('port', 'create', '--network', 'baremetal',
                            'bonded')
     vif_path = '/extra/vif_port_id'
-    groups = {}
-    for node in cloud.ironic.list_nodes(provision_state='available'):
-        (group,) = cloud.ironic.request(
-            'GET', '/v1/portgroups', params={'node': node['uuid']}).json()[
-            'portgroups']
-        cloud.ironic.request('PATCH', '/v1/portgroups/%s' % group['uuid'],
+    free = {n['uuid'] for n in cloud.ironic.list_nodes(
+        provision_state='available')}
+    # One listing: every node has one port group.
+    groups = {g['node_uuid']: g['uuid'] for g in cloud.ironic.request(
+        'GET', '/v1/portgroups', params={
+            'fields': 'uuid,node_uuid'}).json()['portgroups']
+        if g['node_uuid'] in free}
+    for group in groups.values():
+        cloud.ironic.request('PATCH', '/v1/portgroups/%s' % group,
                              json=[{'op': 'add', 'path': vif_path,
                                     'value': port['id']}])
-        groups[node['uuid']] = group['uuid']
     try:
         server = cloud.openstack(
             'server', 'create', '--flavor', 'silver', '--image', 'cirros',
