@@ -52,6 +52,8 @@ _PUBLIC = {
     'Reserver': 'ironic_multi._reservation.reserver',
     'State': 'ironic_multi._reservation.lifecycle',
     'TroubledNode': 'ironic_multi._reservation.providers.base',
+    'VolumeConnector': 'ironic_multi._reservation.providers.base',
+    'VolumeTarget': 'ironic_multi._reservation.providers.base',
     'load_provider': 'ironic_multi._reservation.providers',
 }
 

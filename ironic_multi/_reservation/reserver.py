@@ -600,7 +600,12 @@ class Reserver(object):
         Waits for a turn first (``max_concurrent_deploys``).  A failure is
         marked on the node: it cools down, and the housekeeper
         quarantines it after repeated failures.
+
+        :raises NotSupported: the deployment boots from volumes, which the
+            provider cannot do; nothing was done.
         """
+        if deployment.volume_targets:
+            self.provider.require(base.Feature.VOLUME_BOOT)
         reservation.moved_to(lifecycle.State.DEPLOYING)
         with self.throttle.turn('deploy of %s' % reservation.instance_uuid):
             started = time.monotonic()
@@ -688,6 +693,15 @@ class Reserver(object):
 
     def attach_vif(self, instance_uuid, vif_id):
         self.provider.attach_vif(self._held(instance_uuid), vif_id)
+
+    def volume_connectors(self, instance_uuid):
+        """The volume connectors of the instance's node.
+
+        :raises NotSupported: the provider cannot boot from volumes.
+        :raises ReservationNotFound: it holds no node here.
+        """
+        self.provider.require(base.Feature.VOLUME_BOOT)
+        return self.provider.volume_connectors(self._held(instance_uuid))
 
     def detach_vif(self, instance_uuid, vif_id):
         reservation = self.provider.lookup(instance_uuid)

@@ -49,6 +49,7 @@ CAPABILITIES = {
     'supports_serial_console': base.Feature.SERIAL_CONSOLE,
     'supports_vnc_console': base.Feature.GRAPHICAL_CONSOLE,
     'supports_trigger_crash_dump': base.Feature.CRASH_DUMP,
+    'supports_boot_from_volume': base.Feature.VOLUME_BOOT,
 }
 
 

@@ -30,6 +30,8 @@ Nova:
 - ``left_tasks``: tasks Nova left on an instance after their request
   failed;
 - ``actions``: rescue, consoles and crash dumps, Nova's way;
+- ``volumes``: boot from volume (the node held before Nova exports the
+  volumes to it, its volume connector);
 - ``unsupported``: what bare metal cannot do;
 - ``startup``: refusing to start on a bad configuration.
 """
@@ -61,6 +63,7 @@ from ironic_multi._virt import rollback
 from ironic_multi._virt import startup
 from ironic_multi._virt import takeover
 from ironic_multi._virt import unsupported
+from ironic_multi._virt import volumes
 from ironic_multi import conf
 from ironic_multi import exception
 
@@ -337,16 +340,22 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
               admin_password, allocations, network_info=None,
               block_device_info=None, power_on=True, accel_info=None):
         reqs = self._requirements(instance, image_meta)
-        root_bdm = block_device.get_root_bdm(
-            virt_driver.block_device_info_get_mapping(block_device_info))
-        if root_bdm is not None:
-            raise nova_exception.BuildAbortException(
-                instance_uuid=instance.uuid,
-                reason='booting bare metal from a volume is not supported')
-        reservation = self._claim(instance, reqs)
+        targets = ()
+        if block_device.get_root_bdm(virt_driver.block_device_info_get_mapping(
+                block_device_info)) is not None:
+            # Held since prepare_networks_before_block_device_mapping: the
+            # node the volumes were exported to.
+            reservation = self._reserver.lookup(instance.uuid)
+            if reservation is None or reservation.node_uuid is None:
+                raise errors.reschedule(instance.uuid)(
+                    'the node the volumes were exported to is no longer '
+                    'reserved')
+            targets = metadata.volume_targets(block_device_info)
+        else:
+            reservation = self._claim(instance, reqs)
         deployment = metadata.deployment_for(
             instance, image_meta, reqs, self._host, network_info,
-            admin_password, injected_files)
+            admin_password, injected_files, volume_targets=targets)
         if instance.flavor.ephemeral_gb:
             # The metadata service names it (ephemeral0), so that
             # cloud-init mounts the ephemeral partition; as in-tree.
@@ -417,6 +426,37 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 LOG.info('No node holds the instance', instance=instance)
             self._reserver.release(instance.uuid)
 
+    # -- boot from volume ---------------------------------------------------
+
+    def prepare_networks_before_block_device_mapping(self, instance,
+                                                     network_info):
+        # Nova asks for the node's volume connector next, to export the
+        # volumes to it: an instance that boots from a volume holds its
+        # node from here (see volumes.py).
+        if not volumes.boots_from_volume(instance):
+            return
+        if base.Feature.VOLUME_BOOT not in self._reserver.features:
+            # Nova puts this reason in the instance's fault.
+            raise nova_exception.InstanceUnacceptable(
+                instance_id=instance.uuid,
+                reason='node provider %s cannot boot a node from a volume'
+                       % self._reserver.provider.name)
+        self._claim(instance, self._requirements(
+            instance, objects.ImageMeta.from_instance(instance)))
+
+    def get_volume_connector(self, instance):
+        with errors.translated(nova_exception.NovaException, instance.uuid):
+            try:
+                connectors = self._reserver.volume_connectors(instance.uuid)
+            except exception.ReservationNotFound:
+                # Only Nova's old-style detach asks after the node went;
+                # the volume service needs no more than the host then.
+                LOG.info('No node holds the instance: a volume connector '
+                         'without the node\'s', instance=instance)
+                return volumes.connector(instance, None, ())
+            node = self._reserver.node(instance.uuid)
+        return volumes.connector(instance, node, connectors)
+
     def failed_spawn_cleanup(self, instance):
         # Block device preparation failed before spawn: normally nothing
         # is reserved yet, but make sure.
@@ -439,12 +479,17 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 'Re-imaging a boot volume is not supported for bare metal')
         instance.task_state = task_states.REBUILD_SPAWNING
         instance.save(expected_task_state=[task_states.REBUILDING])
+        # A node that boots from its volumes keeps them (and its volume
+        # targets): no image is written, as in-tree.
+        targets = (metadata.volume_targets(block_device_info)
+                   if _boots_from_volume(bdms) else ())
         with errors.translated(errors.deploy_failure, instance.uuid):
             reqs = metadata.requirements_for(instance, image_meta)
             self._reserver.rebuild(instance.uuid, metadata.deployment_for(
                 instance, image_meta, reqs, self._host, network_info,
                 admin_password, injected_files,
-                preserve_ephemeral=preserve_ephemeral))
+                preserve_ephemeral=preserve_ephemeral,
+                volume_targets=targets))
 
     # -- power --------------------------------------------------------------
 

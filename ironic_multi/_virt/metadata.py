@@ -19,6 +19,7 @@ drive)."""
 import nova.conf
 from nova.network import model as network_model
 from nova.virt import configdrive
+from nova.virt import driver
 from oslo_serialization import jsonutils
 
 from ironic_multi import _configdrive as configdrive_image
@@ -63,11 +64,12 @@ def requirements_for(instance, image_meta):
 
 def deployment_for(instance, image_meta, reqs, host, network_info=None,
                    admin_password=None, injected_files=None,
-                   preserve_ephemeral=None):
+                   preserve_ephemeral=None, volume_targets=()):
     """The :class:`~.base.Deployment` of ``instance`` on ``host``.
 
     Its deploy parameters are those Nova's Ironic driver writes to
-    ``instance_info``.
+    ``instance_info``.  With ``volume_targets`` (see
+    :func:`volume_targets`) the node boots from them: no image is written.
     """
     flavor = instance.flavor
     # Whose server it is and its addresses, as Nova's in-tree driver
@@ -111,9 +113,28 @@ def deployment_for(instance, image_meta, reqs, host, network_info=None,
             instance, network_info, admin_password, injected_files,
             node_network))
     return base.Deployment(
-        instance_uuid=instance.uuid, host=host, image_source=image_meta.id,
+        instance_uuid=instance.uuid, host=host,
+        image_source=None if volume_targets else image_meta.id,
         instance_info=info, vifs=vif_ids(network_info),
-        configdrive=configdrive)
+        configdrive=configdrive, volume_targets=tuple(volume_targets))
+
+
+def volume_targets(block_device_info):
+    """The :class:`~.base.VolumeTarget` s of the instance's volumes.
+
+    From Cinder's connection info of each volume Nova attached (to the
+    node's connectors), as Nova's in-tree driver makes Ironic's volume
+    targets.
+    """
+    targets = []
+    for bdm in driver.block_device_info_get_mapping(block_device_info):
+        connection_info = bdm['connection_info'] or {}
+        targets.append(base.VolumeTarget(
+            volume_id=bdm.volume_id,
+            volume_type=connection_info.get('driver_volume_type'),
+            properties=dict(connection_info.get('data') or {}),
+            boot_index=bdm['boot_index']))
+    return tuple(targets)
 
 
 def vif_ids(network_info):

@@ -45,9 +45,6 @@ class UnsupportedMixin(object):
                       requested_size):
         _unsupported('Extending a volume')
 
-    def get_volume_connector(self, instance):
-        _unsupported('Volume connection')
-
     def snapshot(self, context, instance, image_id, update_task_state):
         _unsupported('Snapshot')
 

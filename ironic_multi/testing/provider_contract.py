@@ -46,6 +46,12 @@ shard=None, owner=None)``
 ``can_nmi``
     Whether the harness's nodes take an NMI (Ironic's fake hardware does
     not: its management interface refuses, and the provider says so).
+``add_volume_connector(node_uuid, type, connector_id)``,
+``add_volume_target(node_uuid, target)`` and ``volume_targets(node_uuid)``
+    Only for a provider that declares ``Feature.VOLUME_BOOT``: give the
+    free node a volume connector (an iSCSI initiator...) or a
+    :class:`~.base.VolumeTarget`; the node's volume targets, as
+    :class:`~.base.VolumeTarget` s.
 
 Every test puts its nodes in shard keys of its own, and only ever asks
 about those, so that the suite also runs against a shared Ironic.
@@ -121,11 +127,22 @@ def _candidate(node_uuid, resource_class=GOLD):
     return {'uuid': node_uuid, 'resource_class': resource_class}
 
 
-def deployment(instance_uuid, host='contract-host'):
+def deployment(instance_uuid, host='contract-host', volume_targets=()):
     return base.Deployment(
         instance_uuid=instance_uuid, host=host,
-        image_source='http://images.example.com/contract.qcow2',
-        instance_info={'root_gb': '10'})
+        image_source=(None if volume_targets
+                      else 'http://images.example.com/contract.qcow2'),
+        instance_info={'root_gb': '10'}, volume_targets=volume_targets)
+
+
+def volume_target(boot_index=0):
+    """A volume target as Cinder's iSCSI connection info makes it."""
+    volume_id = uuidutils.generate_uuid()
+    return base.VolumeTarget(
+        volume_id=volume_id, volume_type='iscsi', boot_index=boot_index,
+        properties={'target_iqn': 'iqn.2010-10.org.openstack:volume-%s'
+                                  % volume_id,
+                    'target_portal': '192.0.2.10:3260', 'target_lun': 1})
 
 
 class ProviderContract(object):
@@ -518,6 +535,8 @@ class ProviderContract(object):
                 deployed, deployment(instance)),
             base.Feature.VIFS: lambda: self.provider.attach_vif(
                 deployed, new_instance()),
+            base.Feature.VOLUME_BOOT: lambda: self.provider.volume_connectors(
+                deployed),
         }
         for feature, call in undeclared.items():
             if feature not in self.provider.features:
@@ -525,6 +544,41 @@ class ProviderContract(object):
                     call()
         assert self.provider.lookup(instance).state == (
             lifecycle.State.ACTIVE)
+
+    # -- boot from volume ---------------------------------------------------
+
+    @requires(base.Feature.VOLUME_BOOT)
+    def test_a_node_boots_from_its_volumes_until_torn_down(self):
+        (node,) = self.add_nodes(1)
+        initiator = 'iqn.2026-11.org.example:%s' % node
+        self.harness.add_volume_connector(node, 'iqn', initiator)
+        instance = new_instance()
+        claimed = self.claim(instance)
+        assert self.provider.volume_connectors(claimed) == (
+            base.VolumeConnector(type='iqn', connector_id=initiator),)
+        targets = (volume_target(0), volume_target(1))
+
+        deployed = self.provider.deploy(
+            claimed, deployment(instance, volume_targets=targets))
+        assert deployed.state == lifecycle.State.ACTIVE
+        assert sorted(self.harness.volume_targets(node),
+                      key=lambda t: t.boot_index) == list(targets)
+        # The tear down takes them away while the node is still ours.
+        self.provider.teardown(deployed)
+        assert self.harness.volume_targets(node) == []
+        self.provider.release(instance)
+        assert self.eventually(self.ready_uuids, {node}) == {node}
+
+    @requires(base.Feature.VOLUME_BOOT)
+    def test_a_deploy_replaces_the_volumes_a_node_was_left_with(self):
+        (node,) = self.add_nodes(1)
+        # What a tear down that was not waited for leaves behind.
+        self.harness.add_volume_target(node, volume_target(0))
+        instance = new_instance()
+        fresh = volume_target(0)
+        self.provider.deploy(self.claim(instance),
+                             deployment(instance, volume_targets=(fresh,)))
+        assert self.harness.volume_targets(node) == [fresh]
 
     # -- rescue, consoles, crash dump -------------------------------------
 

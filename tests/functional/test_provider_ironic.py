@@ -74,6 +74,27 @@ class IronicHarness(object):
         return (exception.NodeCannot if self.options.get('use_allocations')
                 else None)
 
+    def add_volume_connector(self, node_uuid, type, connector_id):
+        self.ironic.request('POST', '/v1/volume/connectors', expect=(201,),
+                            json={'node_uuid': node_uuid, 'type': type,
+                                  'connector_id': connector_id})
+
+    def add_volume_target(self, node_uuid, target):
+        self.ironic.request('POST', '/v1/volume/targets', expect=(201,),
+                            json={'node_uuid': node_uuid,
+                                  'volume_id': target.volume_id,
+                                  'volume_type': target.volume_type,
+                                  'properties': target.properties,
+                                  'boot_index': target.boot_index})
+
+    def volume_targets(self, node_uuid):
+        return [base.VolumeTarget(
+            volume_id=t['volume_id'], volume_type=t['volume_type'],
+            properties=t['properties'], boot_index=t['boot_index'])
+            for t in self.ironic.request(
+                'GET', '/v1/volume/targets', params={
+                    'node': node_uuid, 'detail': True}).json()['targets']]
+
     def without(self, node_uuid, feature):
         interface = {base.Feature.RESCUE: 'rescue_interface'}.get(
             feature, 'console_interface')

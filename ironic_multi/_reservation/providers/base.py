@@ -73,6 +73,9 @@ class Feature(str, enum.Enum):
     GRAPHICAL_CONSOLE = 'graphical console'
     #: Send the node an NMI, on which its OS writes a crash dump.
     CRASH_DUMP = 'crash dump'
+    #: Boot the node from a remote volume: the node's volume connectors
+    #: (its initiator), and the volumes it boots from as targets.
+    VOLUME_BOOT = 'volume boot'
 
     def __str__(self):
         return self.value
@@ -129,7 +132,8 @@ class Deployment:
     :ivar host: the compute service host that owns the instance; written
         to the node (its host mark) so that the service finds its
         instances after a restart.
-    :ivar image_source: the image to deploy (a Glance UUID or a URL).
+    :ivar image_source: the image to deploy (a Glance UUID or a URL);
+        None for a node that boots from a volume.
     :ivar instance_info: further deploy parameters (``root_gb``,
         ``capabilities``, ...), as Ironic's ``instance_info`` takes them.
     :ivar vifs: network interface (Neutron port) IDs to attach.
@@ -138,6 +142,9 @@ class Deployment:
         the node's :class:`NodeNetwork` once its VIFs are attached (None
         when the provider knows no ports); None when the instance needs
         none.
+    :ivar volume_targets: the :class:`VolumeTarget` s the node boots from
+        (:attr:`Feature.VOLUME_BOOT`); empty for a node that boots from
+        its own disk.
     """
 
     instance_uuid: str
@@ -146,6 +153,37 @@ class Deployment:
     instance_info: dict = dataclasses.field(default_factory=dict)
     vifs: tuple = ()
     configdrive: object = None
+    volume_targets: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class VolumeConnector:
+    """How a node connects to volumes (Ironic's volume connector).
+
+    :ivar type: ``iqn`` (its iSCSI initiator), ``ip``, ``mac``,
+        ``wwpn`` or ``wwnn`` (Fibre Channel).
+    :ivar connector_id: the value: the IQN, the address...
+    """
+
+    type: str
+    connector_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class VolumeTarget:
+    """A volume a node boots from or sees (Ironic's volume target).
+
+    :ivar volume_type: the storage protocol (``iscsi``, ``fibre_channel``),
+        Cinder's ``driver_volume_type``.
+    :ivar properties: how to reach it: the ``data`` of Cinder's
+        connection info.
+    :ivar boot_index: 0 for the volume the node boots from.
+    """
+
+    volume_id: str
+    volume_type: str
+    properties: dict
+    boot_index: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -544,6 +582,13 @@ class NodeProvider(abc.ABC):
         :raises CrashDumpFailed:
         """
         self.require(Feature.CRASH_DUMP)
+
+    def volume_connectors(self, reservation):
+        """The node's :class:`VolumeConnector` s (:attr:`Feature.VOLUME_BOOT`).
+
+        What a volume service needs to export a volume to the node.
+        """
+        self.require(Feature.VOLUME_BOOT)
 
     def attach_vif(self, reservation, vif_id):
         """Attach a VIF to the node (:attr:`Feature.VIFS`)."""

@@ -67,6 +67,8 @@ class FakeReserver(object):
         self.calls = []
         self.errors = {}
         self.on_deploy = None
+        # What volume_connectors answers.
+        self.connectors = ()
         self.started = self.stopped = False
         self.consumers = None
         self.listeners = []
@@ -183,6 +185,8 @@ class FakeReserver(object):
 
     def deploy(self, reservation, deployment, should_stop=None):
         self._call('deploy', reservation, deployment)
+        if deployment.volume_targets:
+            self._require(base.Feature.VOLUME_BOOT)
         self.deployments.append(deployment)
         if self.on_deploy is not None:
             self.on_deploy(should_stop)
@@ -232,6 +236,16 @@ class FakeReserver(object):
 
     def detach_vif(self, instance_uuid, vif_id):
         self._call('detach_vif', instance_uuid, vif_id)
+
+    def volume_connectors(self, instance_uuid):
+        self._call('volume_connectors', instance_uuid)
+        self._require(base.Feature.VOLUME_BOOT)
+        self._held(instance_uuid)
+        return self.connectors
+
+    def _require(self, feature):
+        if feature not in self.provider.features:
+            raise exception.NotSupported(provider='fake', feature=feature)
 
 
 class FakeHealth(object):

@@ -19,6 +19,7 @@ import inspect
 import pytest
 
 from ironic_multi._reservation import lifecycle
+from ironic_multi._reservation.providers import base
 from ironic_multi._reservation import reserver as reserver_mod
 from tests.unit.virt import fakes
 
@@ -44,7 +45,8 @@ def test_the_fakes_reservations_follow_the_lifecycle():
     assert claimed.state == lifecycle.State.CLAIMED
     assert claimed.host is None
     assert reserver.instances() == {}
-    deployed = reserver.deploy(claimed, type('D', (), {'host': fakes.HOST}))
+    deployed = reserver.deploy(claimed, base.Deployment(
+        instance_uuid=fakes.INSTANCE, host=fakes.HOST, image_source=None))
     assert deployed.state == lifecycle.State.ACTIVE
     assert reserver.instances() == {fakes.INSTANCE: deployed}
     assert reserver.release(fakes.INSTANCE).state == lifecycle.State.RELEASED

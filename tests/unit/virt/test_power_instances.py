@@ -278,7 +278,6 @@ def test_attach_interface_follows_the_providers_vifs():
 @pytest.mark.parametrize('call', [
     lambda d: d.attach_volume(None, {}, fakes.instance(), '/dev/sdb'),
     lambda d: d.detach_volume(None, {}, fakes.instance(), '/dev/sdb'),
-    lambda d: d.get_volume_connector(fakes.instance()),
     lambda d: d.snapshot(None, fakes.instance(), 'image', None),
     lambda d: d.live_migration(None, fakes.instance(), 'dest', None, None),
     lambda d: d.migrate_disk_and_power_off(None, fakes.instance(), 'dest',

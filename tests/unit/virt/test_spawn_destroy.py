@@ -241,16 +241,6 @@ def test_spawn_on_a_provider_that_cannot_deploy_aborts(drv, reserver):
     assert reserver.names() == ['claim', 'deploy', 'release']
 
 
-def test_spawn_refuses_boot_from_volume(drv, reserver):
-    bdm = mock.Mock(boot_index=0)
-    bdm.__getitem__ = lambda self, key: {'boot_index': 0}[key]
-    with mock.patch('nova.block_device.get_root_bdm', return_value=bdm):
-        with pytest.raises(nova_exception.BuildAbortException) as e:
-            spawn(drv, block_device_info={'block_device_mapping': [bdm]})
-    assert 'volume' in str(e.value)
-    assert reserver.calls == []
-
-
 def test_spawn_powered_off_when_asked(drv, reserver):
     spawn(drv, power_on=False)
     assert reserver.calls[-1] == ('power', fakes.INSTANCE,

@@ -482,10 +482,39 @@ class IronicAPI(object):
         """The node's port groups, with every field."""
         return self._of_node(node, 'portgroups')
 
-    def _of_node(self, node, collection):
+    def _of_node(self, node, collection, key=None):
         with _node_errors(node):
             return self._request('GET', '/v1/nodes/%s/%s?detail=True' % (
-                node, collection))[collection]
+                node, collection))[key or collection]
+
+    def list_volume_connectors(self, node):
+        """The node's volume connectors, with every field."""
+        return self._of_node(node, 'volume/connectors', 'connectors')
+
+    def list_volume_targets(self, node):
+        """The node's volume targets, with every field."""
+        return self._of_node(node, 'volume/targets', 'targets')
+
+    def create_volume_target(self, node, volume_id, volume_type, properties,
+                             boot_index):
+        """Add a volume target; Ironic wants the node powered off.
+
+        Not retried: a lost answer would make the retry a duplicate
+        (Ironic refuses a second target of a boot index, 409).
+        """
+        with _node_errors(node):
+            return self._request('POST', '/v1/volume/targets', body={
+                'node_uuid': node, 'volume_id': volume_id,
+                'volume_type': volume_type, 'properties': properties,
+                'boot_index': boot_index}, idempotent=False)
+
+    def delete_volume_target(self, node, target_uuid):
+        """Delete a volume target; one already gone is fine."""
+        try:
+            self._request('DELETE', '/v1/volume/targets/%s' % target_uuid)
+        except exception.IronicAPIError as e:
+            if e.status_code != 404:
+                raise _node_error(e, node)
 
     def list_vifs(self, node):
         return [v['id'] for v in

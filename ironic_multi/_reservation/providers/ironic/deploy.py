@@ -45,6 +45,7 @@ from oslo_log import log as logging
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import ownership
 from ironic_multi._reservation.providers.ironic import states
+from ironic_multi._reservation.providers.ironic import volumes
 from ironic_multi._reservation.providers.ironic import waiters
 from ironic_multi import exception
 
@@ -54,6 +55,9 @@ LOG = logging.getLogger(__name__)
 # Ironic driver does: it survives restarts, and it is how a service
 # recognizes its instances.
 HOST_KEY = 'nova_host_id'
+# Written with the instance_info of a node that boots from volumes (whose
+# targets the deploy writes next): its tear down removes them.
+VOLUME_BOOT_KEY = 'boot_from_volume'
 NODE_FIELDS = ('uuid', 'instance_uuid', 'power_state', 'target_power_state',
                'provision_state', 'target_provision_state',
                'provision_updated_at', 'maintenance', 'last_error',
@@ -70,14 +74,27 @@ def instance_info_patch(deployment, guard=None, node=None):
     :param node: the node as read just before, with its ``properties``:
         its ``local_gb`` goes in too, as Nova's in-tree driver writes it.
     """
-    info = dict(deployment.instance_info,
-                image_source=deployment.image_source)
+    info = dict(deployment.instance_info)
+    # A node that boots from a volume has no image to write.
+    if deployment.image_source is not None:
+        info['image_source'] = deployment.image_source
+    if deployment.volume_targets:
+        info[VOLUME_BOOT_KEY] = 'true'
     info[HOST_KEY] = deployment.host
     if node is not None and 'properties' in node:
         info['local_gb'] = str((node['properties'] or {}).get('local_gb', 0))
     return [guard] * bool(guard) + [
         {'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
         for key, value in sorted(info.items())]
+
+
+def _boots_from_volume(node):
+    """Whether the deployment on ``node`` boots from volumes.
+
+    The node may then have volume targets of ours.  ``node`` has its
+    ``instance_info``.
+    """
+    return VOLUME_BOOT_KEY in (node.get('instance_info') or {})
 
 
 def _vif_of(port):
@@ -128,6 +145,11 @@ class Deployer(object):
             # Ironic never answers.
             with self._bounded(self._opts.deploy_timeout):
                 written = self._write_instance_info(node, deployment, mark)
+                if deployment.volume_targets:
+                    # The node holds the instance (just read): ours to
+                    # change, and off, as a claimed node is.
+                    volumes.replace_targets(self._api, node,
+                                            deployment.volume_targets)
                 for vif in deployment.vifs:
                     self._api.attach_vif(node, vif)
                 if deployment.vifs:
@@ -311,8 +333,12 @@ class Deployer(object):
                     node, fields=NODE_FIELDS + ('instance_info',))
                 if current.get('instance_uuid') != instance_uuid:
                     return True
-                if (current['provision_state'] in states.UNDEPLOYED
-                        and not current.get('target_provision_state')):
+                undeployed = (
+                    current['provision_state'] in states.UNDEPLOYED
+                    and not current.get('target_provision_state'))
+                if _boots_from_volume(current):
+                    self._remove_volume_targets(current, undeployed)
+                if undeployed:
                     self._clean_up(current, vifs)
                     return True
                 return self._unprovision(current, instance_uuid, wait,
@@ -346,6 +372,28 @@ class Deployer(object):
                 n.get('provision_updated_at') != stamp
                 and n['provision_state'] not in states.TEARING_DOWN),
                 until, deadline)
+
+    def _remove_volume_targets(self, node, undeployed):
+        """Remove the volume targets while the node still holds the instance.
+
+        Ironic's tear down clears ``instance_uuid``: after it the node may
+        be another's already.  Ironic changes the targets of a deployed
+        node only once it is off; its tear down would power it off
+        anyway.
+        """
+        uuid = node['uuid']
+        if not undeployed and node.get('power_state') != states.POWER_OFF:
+            self._api.set_power_state(uuid, states.POWER_OFF)
+            waiters.wait_for(
+                lambda: self._api.get_node(uuid, fields=NODE_FIELDS),
+                lambda n: (n['power_state'] == states.POWER_OFF
+                           and not n.get('target_power_state')),
+                timeout=self._opts.unprovision_timeout,
+                interval=self._opts.state_poll_interval,
+                error=lambda reason: exception.TeardownFailed(
+                    node=uuid, reason=reason),
+                what='power off of node %s' % uuid)
+        volumes.remove_targets(self._api, uuid)
 
     def _clean_up(self, node, vifs):
         uuid = node['uuid']

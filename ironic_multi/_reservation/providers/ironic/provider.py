@@ -41,6 +41,7 @@ from ironic_multi._reservation.providers.ironic import power
 from ironic_multi._reservation.providers.ironic import rescue
 from ironic_multi._reservation.providers.ironic import states
 from ironic_multi._reservation.providers.ironic import versions
+from ironic_multi._reservation.providers.ironic import volumes
 from ironic_multi._reservation import shards
 from ironic_multi import exception
 
@@ -108,7 +109,8 @@ class IronicProvider(base.NodeProvider):
                           base.Feature.SHARD_ASSIGNMENT, base.Feature.RESCUE,
                           base.Feature.SERIAL_CONSOLE,
                           base.Feature.GRAPHICAL_CONSOLE,
-                          base.Feature.CRASH_DUMP])
+                          base.Feature.CRASH_DUMP,
+                          base.Feature.VOLUME_BOOT])
 
     def __init__(self, conf, api=None):
         super().__init__(conf)
@@ -670,6 +672,9 @@ class IronicProvider(base.NodeProvider):
     def crash_dump(self, reservation):
         nmi.inject(self.api, reservation.node_uuid,
                    reservation.instance_uuid, self.group)
+
+    def volume_connectors(self, reservation):
+        return volumes.connectors(self.api, reservation.node_uuid)
 
     def attach_vif(self, reservation, vif_id):
         self._vif('attach', self.api.attach_vif, reservation, vif_id)

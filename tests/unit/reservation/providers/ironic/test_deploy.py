@@ -513,6 +513,8 @@ def test_teardown_unprovisions_and_waits(provider, api, clock, maintenance):
     provider.teardown(reservation(lifecycle.State.ACTIVE), VIFS)
     assert provision_calls(api) == ['deleted']
     assert api.get_node.call_count == 3
+    # Booted from its disk: no volume target to look for.
+    assert not api.list_volume_targets.called
 
 
 def test_teardown_does_not_ask_twice(provider, api, clock):
@@ -721,3 +723,116 @@ def test_a_node_claimed_by_allocation_gets_the_mark_with_its_deploy(
          'value': {INSTANCE: {'group': 'ironic-multi'}}}]
     assert {'op': 'add', 'path': '/instance_info/image_source',
             'value': IMAGE} in first
+
+
+# -- boot from volume ---------------------------------------------------------
+
+VOLUME = '2b7c3ce1-1c51-4c4b-8d76-5f0e6a3b9d10'
+TARGET = base.VolumeTarget(
+    volume_id=VOLUME, volume_type='iscsi', boot_index=0,
+    properties={'target_iqn': 'iqn.2010-10.org.openstack:volume-1',
+                'target_portal': '192.0.2.10:3260', 'target_lun': 1})
+
+
+def from_volume(**fields):
+    return deployment(image_source=None, volume_targets=(TARGET,), **fields)
+
+
+def call_names(api):
+    return [c[0] for c in api.mock_calls]
+
+
+def test_a_deploy_from_volumes_writes_its_targets_before_the_provision(
+        provider, api, clock):
+    answers(api, node('active', power_state='power on'))
+    # What a tear down not waited for left behind.
+    api.list_volume_targets.return_value = [{'uuid': 'stale',
+                                             'volume_id': 'old'}]
+    provider.deploy(reservation(), from_volume())
+
+    info = written_info(api)
+    assert 'image_source' not in info
+    assert info[deploy.VOLUME_BOOT_KEY] == 'true'
+    api.delete_volume_target.assert_called_once_with(NODE, 'stale')
+    api.create_volume_target.assert_called_once_with(
+        NODE, VOLUME, 'iscsi', TARGET.properties, 0)
+    names = call_names(api)
+    assert (names.index('patch_node') < names.index('delete_volume_target')
+            < names.index('create_volume_target')
+            < names.index('set_provision_state'))
+
+
+def test_a_deploy_from_its_disk_touches_no_volume_target(
+        provider, api, clock):
+    answers(api, node('active', power_state='power on'))
+    provider.deploy(reservation(), deployment())
+    assert deploy.VOLUME_BOOT_KEY not in written_info(api)
+    assert not api.list_volume_targets.called
+    assert not api.create_volume_target.called
+
+
+def test_a_lost_answer_to_a_target_write_is_read_back(provider, api, clock):
+    answers(api, node('active', power_state='power on'))
+    api.create_volume_target.side_effect = exception.RequestOutcomeUnknown(
+        method='POST', url='/v1/volume/targets', reason='lost')
+    api.list_volume_targets.side_effect = [
+        [], [{'uuid': 'written', 'volume_id': VOLUME}]]
+    provider.deploy(reservation(), from_volume())
+    assert provision_calls(api) == ['active']
+
+
+def test_a_target_write_lost_for_good_fails_the_deploy(provider, api, clock):
+    answers(api, node('available', instance_uuid=None))
+    api.create_volume_target.side_effect = exception.RequestOutcomeUnknown(
+        method='POST', url='/v1/volume/targets', reason='lost')
+    api.list_volume_targets.return_value = []
+    with pytest.raises(exception.DeployFailed) as e:
+        provider.deploy(reservation(), from_volume())
+    assert 'lost' in str(e.value)
+    assert 'active' not in provision_calls(api)
+
+
+def test_the_tear_down_of_a_node_booted_from_volumes_removes_them_first(
+        provider, api, clock):
+    booted = {deploy.VOLUME_BOOT_KEY: 'true'}
+    api.get_node.side_effect = [
+        node('active', power_state='power on', instance_info=booted),
+        # Ironic changes a deployed node's targets only once it is off.
+        node('active', power_state='power off', instance_info=booted),
+        node('deleting', target='available'),
+        node('cleaning', instance_uuid=None)]
+    api.list_volume_targets.return_value = [{'uuid': 't1'}, {'uuid': 't2'}]
+    provider.teardown(reservation(lifecycle.State.ACTIVE))
+
+    api.set_power_state.assert_called_once_with(NODE, 'power off')
+    assert [c.args for c in api.delete_volume_target.call_args_list] == [
+        (NODE, 't1'), (NODE, 't2')]
+    names = call_names(api)
+    # While the node still holds the instance: before Ironic's tear down
+    # clears instance_uuid.
+    assert (names.index('set_power_state')
+            < names.index('delete_volume_target')
+            < names.index('set_provision_state'))
+    assert provision_calls(api) == ['deleted']
+
+
+def test_the_targets_of_a_node_whose_deploy_failed_go_with_it(
+        provider, api):
+    api.get_node.return_value = node(
+        'available', instance_info={deploy.VOLUME_BOOT_KEY: 'true'})
+    api.list_volume_targets.return_value = [{'uuid': 't1'}]
+    provider.teardown(reservation())
+    # Not deployed: no power off needed to change its targets.
+    assert not api.set_power_state.called
+    api.delete_volume_target.assert_called_once_with(NODE, 't1')
+    assert not api.set_provision_state.called
+
+
+def test_volume_connectors_are_read_from_the_node(provider, api):
+    api.list_volume_connectors.return_value = [
+        {'type': 'iqn', 'connector_id': 'iqn.2026-11.org.example:n1'},
+        {'type': 'ip', 'connector_id': '198.51.100.7'}]
+    assert provider.volume_connectors(reservation()) == (
+        base.VolumeConnector('iqn', 'iqn.2026-11.org.example:n1'),
+        base.VolumeConnector('ip', '198.51.100.7'))
+    api.list_volume_connectors.assert_called_once_with(NODE)
