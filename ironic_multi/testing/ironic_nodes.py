@@ -209,21 +209,39 @@ class IronicNodes:
         return _wait(lambda: self.request('GET', path).json(), expected,
                      timeout, lambda item: item['state'] == 'error')
 
-    def add_bond(self, node_uuid, mode='802.3ad', miimon='100'):
+    def add_bond(self, node_uuid, mode='802.3ad', miimon='100',
+                 physical_network=None, local_link=None):
         """A port group of two ports on the node, as a bonded NIC pair.
 
         The MACs end in the node UUID's last three bytes: unique per node
-        for any fleet of a test.  Returns the port group's UUID.
+        for any fleet of a test.  ``physical_network``: the ports'.
+        ``local_link(mac)``: a port's ``local_link_connection``, where it
+        is cabled.  Returns the port group's UUID.
         """
-        suffix = ':'.join('%02x' % b for b in uuid.UUID(node_uuid).bytes[-3:])
         group = self.request('POST', '/v1/portgroups', expect=(201,), json={
-            'node_uuid': node_uuid, 'address': '52:54:00:%s' % suffix,
+            'node_uuid': node_uuid, 'address': _mac(node_uuid, 0),
             'mode': mode, 'properties': {'miimon': miimon}}).json()['uuid']
         for index in (1, 2):
-            self.request('POST', '/v1/ports', expect=(201,), json={
-                'node_uuid': node_uuid, 'portgroup_uuid': group,
-                'address': '52:54:%02x:%s' % (index, suffix)})
+            self.add_port(node_uuid, index, physical_network, local_link,
+                          portgroup_uuid=group)
         return group
+
+    def add_port(self, node_uuid, index, physical_network=None,
+                 local_link=None, portgroup_uuid=None):
+        """The node's NIC number ``index`` (1 to 255), as :meth:`add_bond`.
+
+        Returns its UUID.
+        """
+        address = _mac(node_uuid, index)
+        body = {'node_uuid': node_uuid, 'address': address}
+        if portgroup_uuid:
+            body['portgroup_uuid'] = portgroup_uuid
+        if physical_network:
+            body['physical_network'] = physical_network
+        if local_link:
+            body['local_link_connection'] = local_link(address)
+        return self.request('POST', '/v1/ports', expect=(201,),
+                            json=body).json()['uuid']
 
     def _enroll(self, body, traits):
         node = self.request('POST', '/v1/nodes', expect=(201,),
@@ -303,3 +321,9 @@ def _fields(names):
 def _pick(items, fields):
     return sorted(({f: item[f] for f in fields} for item in items),
                   key=lambda item: item['uuid'])
+
+
+def _mac(node_uuid, index):
+    """MAC ``index`` of a node: 52:54:<index>:<the UUID's last 3 bytes>."""
+    suffix = ':'.join('%02x' % b for b in uuid.UUID(node_uuid).bytes[-3:])
+    return '52:54:%02x:%s' % (index, suffix)

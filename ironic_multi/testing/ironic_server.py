@@ -65,14 +65,14 @@ enabled_deploy_interfaces = fake
 enabled_firmware_interfaces = fake,no-firmware
 enabled_inspect_interfaces = fake,no-inspect
 enabled_management_interfaces = fake
-enabled_network_interfaces = noop
+enabled_network_interfaces = {network_interfaces}
 enabled_power_interfaces = fake
 enabled_raid_interfaces = fake,no-raid
 enabled_rescue_interfaces = fake,no-rescue
 enabled_storage_interfaces = fake,noop
 enabled_vendor_interfaces = fake,no-vendor
 default_deploy_interface = fake
-default_network_interface = noop
+default_network_interface = {network_interface}
 # A console Nova can show (VNC, on the fake console container's address)
 # and a rescue on every node, as Nova's rescue and console tests need.
 default_console_interface = fake-graphical
@@ -141,6 +141,11 @@ AUTHTOKEN = ('\n[keystone_authtoken]\nwww_authenticate_uri = {auth_url}\n'
 # a rebuild fails with HTTP 500 ("cannot access local variable
 # 'auto_lessee'", conductor/deployments.py start_deploy).
 GLANCE = '\n[glance]\n' + SERVICE_USER
+# Ironic's flat network interface binds each VIF to its node in Neutron
+# (found in the catalog) as the service user.  It validates its cleaning
+# network at every deploy, though the fake nodes are never cleaned.
+NEUTRON = ('\n[neutron]\ncleaning_network = {cleaning_network}\n'
+           + SERVICE_USER)
 
 
 class IronicServerError(_process.ServerError):
@@ -161,7 +166,11 @@ class IronicServer(_process.ServerFixture):
     it stays off.  ``deploy_delay`` is Ironic's ``[fake] deploy_delay``,
     seconds each fake deploy step sleeps (``"1"``, or a range ``"1:3"``).
     With ``glance`` (and ``keystone``) Ironic reads images from the Glance
-    of Keystone's catalog.
+    of Keystone's catalog.  With ``neutron`` (and ``keystone``), the name
+    of a Neutron network of Keystone's catalog, nodes get Ironic's
+    ``flat`` network interface, which binds their VIFs in that Neutron;
+    the network is their cleaning network.  Otherwise their network
+    interface is ``noop``.
 
     ``db_url`` and ``log_dir``: see
     :class:`~ironic_multi.testing._process.ServerFixture`, as are
@@ -183,10 +192,13 @@ class IronicServer(_process.ServerFixture):
     def __init__(self, db_kind=None, automated_clean=False,
                  conductor_group='', max_limit=1000, keystone=None,
                  service_role_elevated_access=False, deploy_powers_on=False,
-                 deploy_delay='0', glance=False, db_url=None, log_dir=None):
+                 deploy_delay='0', glance=False, neutron=None, db_url=None,
+                 log_dir=None):
         super().__init__(db_kind, db_url=db_url, log_dir=log_dir)
         if service_role_elevated_access and keystone is None:
             raise ValueError('service_role_elevated_access needs keystone')
+        if neutron and keystone is None:
+            raise ValueError('neutron needs keystone')
         self.automated_clean = automated_clean
         self.conductor_group = conductor_group
         self.max_limit = max_limit
@@ -195,6 +207,7 @@ class IronicServer(_process.ServerFixture):
         self.deploy_powers_on = deploy_powers_on
         self.deploy_delay = deploy_delay
         self.glance = glance
+        self.neutron = neutron
         self.endpoint = self.config_path = None
 
     def _setUp(self):
@@ -241,13 +254,15 @@ class IronicServer(_process.ServerFixture):
             parts = dict(NOAUTH)
         else:
             user = self.keystone.ironic
-            sections = AUTHTOKEN + (GLANCE if self.glance else '')
+            sections = (AUTHTOKEN + (GLANCE if self.glance else '')
+                        + (NEUTRON if self.neutron else ''))
             parts = {
                 'default_extra': KEYSTONE['default_extra'].format(
                     elevated=str(self.service_role_elevated_access).lower()),
                 'api_extra': KEYSTONE['api_extra'],
                 'sections': sections.format(
                     auth_url=self.keystone.auth_url,
+                    cleaning_network=self.neutron,
                     region_name=self.keystone.region, **user._asdict()),
             }
         with open(self.config_path, 'w') as f:
@@ -258,6 +273,8 @@ class IronicServer(_process.ServerFixture):
                 automated_clean=str(self.automated_clean).lower(),
                 conductor_group=self.conductor_group,
                 deploy_delay=self.deploy_delay,
+                network_interfaces='noop,flat' if self.neutron else 'noop',
+                network_interface='flat' if self.neutron else 'noop',
                 lock_path=os.path.join(self.base_dir, 'locks'), **parts))
 
     def _env(self):

@@ -21,6 +21,7 @@ side, as its administrator.
 
 import collections
 import json
+import os
 import time
 
 from ironic_multi.testing.cloud import cloud as cloud_mod
@@ -195,11 +196,12 @@ def test_burst_over_capacity(cloud, servers):
 
 
 def test_boot_with_a_port_on_the_flat_network(cloud, servers):
-    """A port on the shared flat network works, unbound.
+    """A port on the shared flat network works.
 
     ML2 with networking-baremetal's mechanism driver: Neutron allocates
-    the port, the server is ACTIVE, the delete releases it.  Ironic's noop
-    network interface binds nothing (see doc/source/cloud.rst).
+    the port, the server is ACTIVE, the delete releases it.  The port is
+    not bound: the fake deploy skips the deploy step in which Ironic's
+    flat network interface binds the ports (see doc/source/cloud.rst).
     """
     assert cloud.network_id is not None
     server = cloud.openstack('server', 'create', '--flavor', 'silver',
@@ -258,7 +260,8 @@ def test_a_port_group_is_a_bond_in_the_config_drive(cloud, servers):
     group = cloud.ironic.request(
         'GET', '/v1/portgroups/%s' % groups[node]).json()
     members = {p['uuid']: p['address'] for p in cloud.ironic.request(
-        'GET', '/v1/ports', params={'node': node}).json()['ports']}
+        'GET', '/v1/ports', params={'portgroup': groups[node]}).json()[
+            'ports']}
     (bond,) = [link for link in network_data['links']
                if link.get('vif_id') == port['id']]
     assert (bond['type'], bond['bond_mode'], bond['bond_miimon'],
@@ -271,5 +274,71 @@ def test_a_port_group_is_a_bond_in_the_config_drive(cloud, servers):
     (network,) = network_data['networks']
     assert (network['link'], network['ip_address']) == (
         bond['id'], port['fixed_ips'][0]['ip_address'])
+    cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
+    cloud.openstack('port', 'delete', port['id'], parse=False)
+
+
+def _wait_for_port(cloud, port_id, done, timeout=120):
+    """``openstack port show`` until ``done(port)``; returns the port."""
+    deadline = time.monotonic() + timeout
+    while True:
+        port = cloud.openstack('port', 'show', port_id, cloud=ADMIN)
+        if done(port):
+            return port
+        assert time.monotonic() < deadline, port
+        time.sleep(1)
+
+
+def test_an_attached_port_is_bound_to_its_node(cloud, servers):
+    """``server add port`` on an active server: the port becomes ACTIVE.
+
+    As on a bare metal cloud with switches: the driver attaches the VIF
+    in Ironic, Ironic's flat network interface binds the Neutron port to
+    the node and its NIC's switch port, networking-baremetal binds it
+    (the ironic-neutron-agent has reported the node's physical network)
+    and tells the switch, and Neutron makes it ACTIVE.  ``server remove
+    port`` detaches the VIF and unbinds the port.
+    """
+    server = boot(cloud, 'attach', 'silver')
+    servers.append(server['id'])
+    node = node_of(cloud, server['id'])['uuid']
+    port = cloud.openstack('port', 'create', '--network', 'baremetal',
+                           'attached')
+    cloud.openstack('server', 'add', 'port', server['id'], port['id'],
+                    parse=False)
+    bound = _wait_for_port(cloud, port['id'],
+                           lambda p: p['status'] == 'ACTIVE')
+    # Ironic puts a VIF on a port group (the bond) before a lone NIC.
+    (bond,) = [g for g in cloud.ironic.request(
+        'GET', '/v1/portgroups', params={'node': node, 'detail': True}).json()[
+            'portgroups'] if g['internal_info'].get('tenant_vif_port_id')
+        == port['id']]
+    links = [p['local_link_connection'] for p in cloud.ironic.request(
+        'GET', '/v1/ports', params={'portgroup': bond['uuid'],
+                                    'detail': True}).json()['ports']]
+    assert (bound['binding_host_id'], bound['binding_vnic_type'],
+            bound['binding_vif_type'], bound['device_id'],
+            bound['mac_address']) == (node, 'baremetal', 'other',
+                                      server['id'], bond['address'])
+    profile = bound['binding_profile']
+    assert sorted(profile['local_link_information'],
+                  key=lambda link: link['port_id']) == sorted(
+        links, key=lambda link: link['port_id'])
+    assert profile['local_group_information']['bond_mode'] == '802.3ad'
+    assert cloud.ironic.request('GET', '/v1/nodes/%s/vifs' % node).json()[
+        'vifs'] == [{'id': port['id']}]
+    # The switch was told: networking-baremetal called its driver.
+    with open(os.path.join(cloud.log_dir, 'neutron-api.log')) as log:
+        (told,) = [line for line in log if 'join flat network' in line
+                   and port['id'] in line]
+    assert all(link['port_id'] in told for link in links)
+
+    cloud.openstack('server', 'remove', 'port', server['id'], port['id'],
+                    parse=False)
+    unbound = _wait_for_port(cloud, port['id'],
+                             lambda p: not p['device_id'])
+    assert (unbound['status'], unbound['binding_host_id']) == ('DOWN', '')
+    assert cloud.ironic.request('GET', '/v1/nodes/%s/vifs' % node).json()[
+        'vifs'] == []
     cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
     cloud.openstack('port', 'delete', port['id'], parse=False)

@@ -301,7 +301,8 @@ class Cloud(fixtures.Fixture):
                 ironic_server.IronicServer(
                     db_kind=self.db_kind, keystone=self.keystone,
                     deploy_powers_on=True, deploy_delay=self.deploy_delay,
-                    glance=True, log_dir=self.log_dir,
+                    glance=True, neutron=neutron.NETWORK,
+                    log_dir=self.log_dir,
                     db_url=self._private_database_url('ironic')))
             self._add(process.ServerService('ironic', self.ironic_server))
             self.keystone.add_endpoint('baremetal', 'ironic',
@@ -327,6 +328,7 @@ class Cloud(fixtures.Fixture):
             nova.api_service(self, confs['nova'], ports['nova-api']),
             glance.service(self, confs['glance'], ports['glance-api']),
             neutron.service(self, confs['neutron'], ports['neutron-api']),
+            neutron.rpc_service(self, confs['neutron']),
             nova.binary_service(self, 'nova-conductor', confs['nova']),
             nova.binary_service(self, 'nova-scheduler', confs['nova']),
         ]
@@ -335,6 +337,12 @@ class Cloud(fixtures.Fixture):
         rabbit.wait_ready()
         for service in controls:
             service.wait_ready()
+        # Once neutron-rpc-server has had the others' start to begin
+        # consuming: the agent's first call at start has no retry.  Its
+        # reports begin before any server can be active.
+        self._add(neutron.agent_service(
+            self, confs['neutron'], neutron.write_agent_config(self))).start(
+                wait=False)
 
         self._phase('computes')
         for _ in range(self.initial_computes):
@@ -459,7 +467,7 @@ class Cloud(fixtures.Fixture):
         """A shared flat network on physnet1, or None (logged)."""
         try:
             network = admin.network.create_network(
-                name='baremetal', shared=True,
+                name=neutron.NETWORK, shared=True,
                 provider_network_type='flat',
                 provider_physical_network=neutron.PHYSNET)
             admin.network.create_subnet(

@@ -22,14 +22,22 @@ capability on all, some owned by another project, shard keys dealt round
 robin).  Each node has a port group of two ports (a bond, ``802.3ad``),
 as a bare metal machine with a bonded NIC pair: Nova's in-tree driver and
 this one make a bond of it in the config drive's ``network_data.json``.
+It also has :data:`SINGLE_NICS` ports of their own: one VIF each, for
+servers with several networks and interfaces attached later.  Every port
+is on the physical network of Neutron's networks and cabled to the fake
+switch (see :mod:`~ironic_multi.testing.cloud.neutron`).
 """
 
 import concurrent.futures
 
+from ironic_multi.testing.cloud import neutron
 from ironic_multi.testing import fleet
 
 # Ironic is CPU-bound: on 2 cores, 2 threads enrolled fastest.
 ENROLL_THREADS = 2
+# NICs outside the bond: a VIF takes a port group or a port of its own,
+# so a node holds 1 + SINGLE_NICS VIFs.
+SINGLE_NICS = 3
 
 
 def default_layout(nodes, computes):
@@ -42,7 +50,7 @@ def enroll(nodes, layout, on_enrolled=None):
     """Enroll ``layout``'s nodes through ``nodes`` (IronicNodes).
 
     Each node is enrolled, managed, provided and powered off through the
-    API, and gets its bond, two at a time.  ``on_enrolled()`` is called
+    API, and gets its NICs, two at a time.  ``on_enrolled()`` is called
     after each.  Returns ``{node uuid: group name}``.
     """
     def enroll(group, shard):
@@ -50,7 +58,11 @@ def enroll(nodes, layout, on_enrolled=None):
             1, resource_class=group.resource_class,
             properties=group.properties, traits=group.traits, shard=shard,
             owner=group.owner, name_prefix=group.name)
-        nodes.add_bond(uuid)
+        nics = dict(physical_network=neutron.PHYSNET,
+                    local_link=neutron.local_link)
+        nodes.add_bond(uuid, **nics)
+        for index in range(3, 3 + SINGLE_NICS):
+            nodes.add_port(uuid, index, **nics)
         return uuid
 
     enrolled = {}

@@ -43,6 +43,7 @@ import sys
 import time
 
 from ironic_multi.testing.cloud import glance
+from ironic_multi.testing.cloud import neutron
 from ironic_multi.testing.cloud import nova
 from ironic_multi.testing.cloud import tempest_report
 
@@ -87,9 +88,6 @@ DISABLED_FEATURES = {
     'serial_console': 'Ironic\'s fake serial console gives no socat '
                       'endpoint; the driver gives a real one\'s',
     'change_password': 'Nova sets it through a hypervisor\'s guest agent',
-    'interface_attach': 'Ironic\'s noop network interface binds no VIF to '
-                        'the fake nodes\' ports, and no Neutron agent makes '
-                        'a port ACTIVE',
     'disk_config': 'the image and Ironic lay out the disk, not Nova\'s '
                    'AUTO or MANUAL disk config',
     'hostname_fqdn_sanitization': 'its test reads the hostname inside '
@@ -101,8 +99,10 @@ DISABLED_FEATURES = {
 }
 # Features tempest assumes absent that the driver has: injected files
 # (personality) go into the node's config drive.  And rescue (tempest's
-# default), through Ironic's rescue interface.
-ENABLED_FEATURES = ('personality', 'config_drive', 'rescue')
+# default), through Ironic's rescue interface, and interface attach
+# (tempest's default), bound by Ironic's flat network interface.
+ENABLED_FEATURES = ('personality', 'config_drive', 'rescue',
+                    'interface_attach')
 # The nodes: enough for two workers that each create up to 3 servers at a
 # time, with room for deletes that are still tearing down.
 NODES = 48
@@ -145,7 +145,7 @@ def config(cloud, flavors, images, lock_path, log_file):
         'min_compute_nodes': str(len(cloud.computes)),
     }
     if cloud.network_id:
-        conf['compute']['fixed_network_name'] = 'baremetal'
+        conf['compute']['fixed_network_name'] = neutron.NETWORK
     conf['compute-feature-enabled'] = dict.fromkeys(DISABLED_FEATURES,
                                                     'false')
     conf['compute-feature-enabled'].update(dict.fromkeys(ENABLED_FEATURES,
