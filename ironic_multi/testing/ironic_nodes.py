@@ -243,6 +243,15 @@ class IronicNodes:
         return self.request('POST', '/v1/ports', expect=(201,),
                             json=body).json()['uuid']
 
+    def add_volume_connector(self, node_uuid, type='iqn', connector_id=None):
+        """A volume connector: by default the node's iSCSI initiator."""
+        connector_id = connector_id or (
+            'iqn.2026-11.org.openstack.ironic-multi:%s' % node_uuid)
+        self.request('POST', '/v1/volume/connectors', expect=(201,), json={
+            'node_uuid': node_uuid, 'type': type,
+            'connector_id': connector_id})
+        return connector_id
+
     def _enroll(self, body, traits):
         node = self.request('POST', '/v1/nodes', expect=(201,),
                             json=body).json()['uuid']

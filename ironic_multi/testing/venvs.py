@@ -50,7 +50,8 @@ SERVERS = {
     # These resolve together for Python 3.11 (shared/notes).  Keystone and
     # Ironic keep venvs of their own (the fixtures above build them).
     'cloud': (('nova==34.0.0', 'neutron==29.0.0', 'glance==33.0.0',
-               'openstack-placement==16.0.0', 'python-openstackclient',
+               'openstack-placement==16.0.0', 'cinder==29.0.0',
+               'python-openstackclient',
                'osc-placement', 'networking-baremetal', 'tempest==47.0.0',
                'waitress==3.0.2', 'etcd3gw', 'SQLAlchemy<2.1',
                'psycopg2-binary', 'PyMySQL',

@@ -37,10 +37,9 @@ class BootFromVolumeTest(nova_base.IronicMultiTestBase):
     def enroll(self):
         super().enroll()
         for node in self.ironic.list_nodes():
-            self.ironic.request('POST', '/v1/volume/connectors',
-                                expect=(201,), json={
-                                    'node_uuid': node['uuid'], 'type': 'iqn',
-                                    'connector_id': INITIATOR % node['uuid']})
+            self.ironic.add_volume_connector(node['uuid'],
+                                             connector_id=INITIATOR % node[
+                                                 'uuid'])
 
     def boot_from_volume(self, expected_state='ACTIVE'):
         server = self._build_server(flavor_id=self.flavor_id,

@@ -75,9 +75,7 @@ class IronicHarness(object):
                 else None)
 
     def add_volume_connector(self, node_uuid, type, connector_id):
-        self.ironic.request('POST', '/v1/volume/connectors', expect=(201,),
-                            json={'node_uuid': node_uuid, 'type': type,
-                                  'connector_id': connector_id})
+        self.ironic.add_volume_connector(node_uuid, type, connector_id)
 
     def add_volume_target(self, node_uuid, target):
         self.ironic.request('POST', '/v1/volume/targets', expect=(201,),

@@ -14,7 +14,7 @@
 
 """Serve an OpenStack WSGI application under waitress.
 
-    python _wsgi.py MODULE:ATTRIBUTE PORT THREADS
+    python _wsgi.py MODULE:ATTRIBUTE PORT THREADS [ARG...]
 
 Run by the cloud venv's python.  waitress is a multi-threaded production
 WSGI server (pure Python, one process), as deployments run these
@@ -22,7 +22,9 @@ applications under uWSGI, mod_wsgi or gunicorn.  ``waitress-serve`` itself
 cannot be used: the applications parse ``sys.argv`` when they load
 (Neutron's does), and would choke on waitress's options; here the
 arguments are removed first.  Each application finds its configuration
-through its own environment variables (``OS_NOVA_CONFIG_DIR``...).
+through its own environment variables (``OS_NOVA_CONFIG_DIR``...), or
+from the ``ARG`` s, which become its command line (Cinder's
+``--config-file``).
 """
 
 import importlib
@@ -34,11 +36,11 @@ del sys.path[0]
 
 
 def main(argv):
-    if len(argv) != 4:
+    if len(argv) < 4:
         sys.exit(__doc__)
     target, port, threads = argv[1], int(argv[2]), int(argv[3])
     module_name, attribute = target.split(':')
-    del sys.argv[1:]
+    sys.argv[1:] = argv[4:]
     application = getattr(importlib.import_module(module_name), attribute)
     import waitress
     waitress.serve(application, host='127.0.0.1', port=port, threads=threads,

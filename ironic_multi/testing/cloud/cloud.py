@@ -34,6 +34,7 @@ import yaml
 from ironic_multi._reservation.providers.ironic import states as ironic_states
 from ironic_multi.testing import _net
 from ironic_multi.testing import _process
+from ironic_multi.testing.cloud import cinder
 from ironic_multi.testing.cloud import database
 from ironic_multi.testing.cloud import glance
 from ironic_multi.testing.cloud import ironic as cloud_ironic
@@ -57,9 +58,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The databases of the cloud's own services (Keystone and Ironic make
 # theirs).
 DATABASES = ('nova_api', 'nova_cell0', 'nova_cell1', 'placement', 'glance',
-             'neutron')
+             'neutron', 'cinder')
 # Service users in project "service", devstack's way.
-SERVICE_USERS = ('placement', 'glance', 'neutron')
+SERVICE_USERS = ('placement', 'glance', 'neutron', 'cinder')
 DEMO = 'demo'
 # Names in clouds.yaml.
 ADMIN_CLOUD, DEMO_CLOUD, SYSTEM_CLOUD = 'admin', 'demo', 'system-admin'
@@ -256,7 +257,8 @@ class Cloud(fixtures.Fixture):
         self.overlay = overlay.make(os.path.join(self.base_dir, 'overlay'))
         self.coordination_group = 'cloud-%s' % uuid.uuid4().hex[:8]
         ports = {name: _net.free_port() for name in (
-            'placement', 'nova-api', 'glance-api', 'neutron-api')}
+            'placement', 'nova-api', 'glance-api', 'neutron-api',
+            'cinder-api')}
 
         self._phase('rabbitmq, etcd, keystone, databases')
         rabbit = self._add(rabbitmq.make_service(self.base_dir,
@@ -289,6 +291,7 @@ class Cloud(fixtures.Fixture):
             'placement': placement.write_config(self),
             'glance': glance.write_config(self, ports['glance-api']),
             'neutron': neutron.write_config(self),
+            'cinder': cinder.write_config(self),
         }
         syncs = concurrent.futures.ThreadPoolExecutor(4)
         try:
@@ -296,7 +299,8 @@ class Cloud(fixtures.Fixture):
                        syncs.submit(placement.sync, self,
                                     confs['placement']),
                        syncs.submit(glance.sync, self, confs['glance']),
-                       syncs.submit(neutron.sync, self, confs['neutron'])]
+                       syncs.submit(neutron.sync, self, confs['neutron']),
+                       syncs.submit(cinder.sync, self, confs['cinder'])]
             self.ironic_server = self.useFixture(
                 ironic_server.IronicServer(
                     db_kind=self.db_kind, keystone=self.keystone,
@@ -329,6 +333,9 @@ class Cloud(fixtures.Fixture):
             glance.service(self, confs['glance'], ports['glance-api']),
             neutron.service(self, confs['neutron'], ports['neutron-api']),
             neutron.rpc_service(self, confs['neutron']),
+            cinder.api_service(self, confs['cinder'], ports['cinder-api']),
+            cinder.binary_service(self, 'cinder-scheduler', confs['cinder']),
+            cinder.binary_service(self, 'cinder-volume', confs['cinder']),
             nova.binary_service(self, 'nova-conductor', confs['nova']),
             nova.binary_service(self, 'nova-scheduler', confs['nova']),
         ]
@@ -413,7 +420,9 @@ class Cloud(fixtures.Fixture):
             ('image', 'glance', 'http://127.0.0.1:%d' % ports['glance-api']),
             ('network', 'neutron', 'http://127.0.0.1:%d'
              % ports['neutron-api']),
-        )
+        ) + tuple((service_type, 'cinder', 'http://127.0.0.1:%d/v3'
+                   % ports['cinder-api'])
+                  for service_type in cinder.SERVICE_TYPES)
         for service_type, name, url in catalog:
             keystone.add_endpoint(service_type, name, url)
 

@@ -25,7 +25,9 @@ this one make a bond of it in the config drive's ``network_data.json``.
 It also has :data:`SINGLE_NICS` ports of their own: one VIF each, for
 servers with several networks and interfaces attached later.  Every port
 is on the physical network of Neutron's networks and cabled to the fake
-switch (see :mod:`~ironic_multi.testing.cloud.neutron`).
+switch (see :mod:`~ironic_multi.testing.cloud.neutron`).  And it has an
+iSCSI initiator (an Ironic volume connector), so that servers may boot
+from Cinder's volumes.
 """
 
 import concurrent.futures
@@ -63,6 +65,8 @@ def enroll(nodes, layout, on_enrolled=None):
         nodes.add_bond(uuid, **nics)
         for index in range(3, 3 + SINGLE_NICS):
             nodes.add_port(uuid, index, **nics)
+        # Its iSCSI initiator: Cinder exports boot volumes to it.
+        nodes.add_volume_connector(uuid)
         return uuid
 
     enrolled = {}

@@ -66,6 +66,8 @@ def common_sections(cloud):
         'keystone_authtoken': config.authtoken(keystone, nova),
         'placement': config.password_auth(keystone, nova),
         'neutron': config.password_auth(keystone, nova),
+        'cinder': dict(config.password_auth(keystone, nova),
+                       os_region_name=keystone.region),
         'service_user': dict(config.password_auth(keystone, nova),
                              send_service_user_token=True),
         'glance': {'region_name': keystone.region},

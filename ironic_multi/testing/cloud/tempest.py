@@ -21,7 +21,7 @@
 
 Starts a :class:`~.cloud.Cloud`, writes a ``tempest.conf`` for it (bare
 metal: no resize, migration, console, snapshot, pause, suspend, shelve
-or volumes; validation off), runs the tests of
+or volume attached to a running server; validation off), runs the tests of
 ``tools/tempest/include.txt`` minus those of ``exclude.txt`` with
 ``tempest run``, and writes the results: ``results.json`` (every test,
 its status and the reason of a skip or failure, the run's figures) and
@@ -93,9 +93,15 @@ DISABLED_FEATURES = {
     'hostname_fqdn_sanitization': 'its test reads the hostname inside '
                                   'the server (validation is off)',
     'metadata_service': 'the cloud runs no metadata API',
-    'attach_encrypted_volume': 'no Cinder',
-    'swap_volume': 'no Cinder',
-    'volume_multiattach': 'no Cinder',
+    # Ironic sets a node's volumes (its volume targets) at deploy, and
+    # changes them only while it is off: no volume comes or goes while
+    # the server runs.
+    'attach_encrypted_volume': 'volumes are attached at boot only, as '
+                               'Ironic volume targets',
+    'swap_volume': 'volumes are attached at boot only, as Ironic volume '
+                   'targets',
+    'volume_multiattach': 'volumes are attached at boot only, as Ironic '
+                          'volume targets',
 }
 # Features tempest assumes absent that the driver has: injected files
 # (personality) go into the node's config drive.  And rescue (tempest's
@@ -158,7 +164,9 @@ def config(cloud, flavors, images, lock_path, log_file):
     conf['service_available'] = {
         'nova': 'true', 'glance': 'true', 'neutron': str(
             cloud.network_id is not None).lower(),
-        'cinder': 'false', 'swift': 'false', 'ironic': 'false'}
+        'cinder': 'true', 'swift': 'false', 'ironic': 'false'}
+    # Cinder's fake volume driver: no backups (no backup service runs).
+    conf['volume-feature-enabled'] = {'backup': 'false'}
     conf['image-feature-enabled'] = {'api_v1': 'false', 'api_v2': 'true'}
     text = io.StringIO()
     conf.write(text)
