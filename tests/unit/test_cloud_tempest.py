@@ -51,7 +51,14 @@ def test_the_config_turns_off_what_bare_metal_lacks():
     # Rescue goes through Ironic's rescue interface.
     assert features['rescue'] == 'true'
     assert conf['validation']['run_validation'] == 'false'
-    assert conf['service_available']['cinder'] == 'false'
+    # The cloud's Cinder: servers boot from its volumes; none is attached
+    # to a running one.
+    assert conf['service_available']['cinder'] == 'true'
+    for feature in ('attach_encrypted_volume', 'swap_volume',
+                    'volume_multiattach'):
+        assert features[feature] == 'false', feature
+    # Ironic's flat network interface binds attached interfaces.
+    assert features['interface_attach'] == 'true'
     assert conf['service_available']['neutron'] == 'true'
     assert conf['compute']['fixed_network_name'] == 'baremetal'
     assert (conf['compute']['flavor_ref'],

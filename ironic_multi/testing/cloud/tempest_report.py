@@ -245,11 +245,10 @@ def page(data):
         for item in data['excluded']], (40, 60))
     if data.get('not_included'):
         lines += ['', 'The modules of ``tempest.api.compute`` that '
-                  '``include.txt`` leaves out: they need Cinder, '
-                  'nova-network\'s floating IPs, a console, live '
-                  'migration, rescue, Nova\'s disk config, an attached '
-                  'interface, project networks or a router, or a login '
-                  'into the server: %s.' % ', '.join(
+                  '``include.txt`` leaves out: they attach volumes to '
+                  'running servers, or need nova-network\'s floating '
+                  'IPs, a console, live migration, Nova\'s disk config, '
+                  'a router, or a login into the server: %s.' % ', '.join(
                       _literal(m) for m in data['not_included'])]
     return '\n'.join(lines) + '\n'
 
