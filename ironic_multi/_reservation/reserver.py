@@ -695,13 +695,18 @@ class Reserver(object):
         self.provider.attach_vif(self._held(instance_uuid), vif_id)
 
     def volume_connectors(self, instance_uuid):
-        """The volume connectors of the instance's node.
+        """``(node dict, volume connectors)`` of the instance's node.
+
+        The node as :meth:`node` gives it (its ``properties`` name the
+        CPU architecture a volume connector reports).
 
         :raises NotSupported: the provider cannot boot from volumes.
         :raises ReservationNotFound: it holds no node here.
         """
         self.provider.require(base.Feature.VOLUME_BOOT)
-        return self.provider.volume_connectors(self._held(instance_uuid))
+        reservation = self._held(instance_uuid)
+        return (self.provider.node(reservation),
+                self.provider.volume_connectors(reservation))
 
     def detach_vif(self, instance_uuid, vif_id):
         reservation = self.provider.lookup(instance_uuid)

@@ -447,14 +447,14 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
     def get_volume_connector(self, instance):
         with errors.translated(nova_exception.NovaException, instance.uuid):
             try:
-                connectors = self._reserver.volume_connectors(instance.uuid)
+                node, connectors = self._reserver.volume_connectors(
+                    instance.uuid)
             except exception.ReservationNotFound:
                 # Only Nova's old-style detach asks after the node went;
                 # the volume service needs no more than the host then.
                 LOG.info('No node holds the instance: a volume connector '
                          'without the node\'s', instance=instance)
                 return volumes.connector(instance, None, ())
-            node = self._reserver.node(instance.uuid)
         return volumes.connector(instance, node, connectors)
 
     def failed_spawn_cleanup(self, instance):
@@ -474,7 +474,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         # From microversion 2.93 Nova's API asks for reimage_boot_volume on
         # every rebuild, and the compute manager acts on it only for a
         # volume-backed server: only such a server is refused here.
-        if reimage_boot_volume and _boots_from_volume(bdms):
+        if reimage_boot_volume and volumes.root_is_volume(bdms):
             raise nova_exception.NovaException(
                 'Re-imaging a boot volume is not supported for bare metal')
         instance.task_state = task_states.REBUILD_SPAWNING
@@ -482,7 +482,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         # A node that boots from its volumes keeps them (and its volume
         # targets): no image is written, as in-tree.
         targets = (metadata.volume_targets(block_device_info)
-                   if _boots_from_volume(bdms) else ())
+                   if volumes.root_is_volume(bdms) else ())
         with errors.translated(errors.deploy_failure, instance.uuid):
             reqs = metadata.requirements_for(instance, image_meta)
             self._reserver.rebuild(instance.uuid, metadata.deployment_for(
@@ -567,10 +567,6 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def manages_network_binding_host_id(self):
         return True
-
-
-def _boots_from_volume(bdms):
-    return any(bdm.is_root and bdm.is_volume for bdm in bdms or ())
 
 
 def _check_alive(instance):

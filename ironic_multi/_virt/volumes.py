@@ -30,9 +30,13 @@ from nova import objects
 
 def boots_from_volume(instance):
     """Whether the instance's root disk is a volume (from its BDMs)."""
-    bdms = objects.BlockDeviceMappingList.get_by_instance_uuid(
-        nova_context.get_admin_context(), instance.uuid)
-    return any(bdm.is_root and bdm.is_volume for bdm in bdms)
+    return root_is_volume(objects.BlockDeviceMappingList.get_by_instance_uuid(
+        nova_context.get_admin_context(), instance.uuid))
+
+
+def root_is_volume(bdms):
+    """Whether the root of the block device mappings ``bdms`` is a volume."""
+    return any(bdm.is_root and bdm.is_volume for bdm in bdms or ())
 
 
 def connector(instance, node, connectors):

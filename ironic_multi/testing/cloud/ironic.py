@@ -37,9 +37,11 @@ from ironic_multi.testing import fleet
 
 # Ironic is CPU-bound: on 2 cores, 2 threads enrolled fastest.
 ENROLL_THREADS = 2
-# NICs outside the bond: a VIF takes a port group or a port of its own,
-# so a node holds 1 + SINGLE_NICS VIFs.
+# NICs outside the bond (numbered after its two): a VIF takes a port
+# group or a port of its own, so a node holds 1 + SINGLE_NICS VIFs.
 SINGLE_NICS = 3
+# Where every NIC is: Neutron's physical network, a fake switch port.
+NICS = dict(physical_network=neutron.PHYSNET, local_link=neutron.local_link)
 
 
 def default_layout(nodes, computes):
@@ -60,11 +62,9 @@ def enroll(nodes, layout, on_enrolled=None):
             1, resource_class=group.resource_class,
             properties=group.properties, traits=group.traits, shard=shard,
             owner=group.owner, name_prefix=group.name)
-        nics = dict(physical_network=neutron.PHYSNET,
-                    local_link=neutron.local_link)
-        nodes.add_bond(uuid, **nics)
+        nodes.add_bond(uuid, **NICS)
         for index in range(3, 3 + SINGLE_NICS):
-            nodes.add_port(uuid, index, **nics)
+            nodes.add_port(uuid, index, **NICS)
         # Its iSCSI initiator: Cinder exports boot volumes to it.
         nodes.add_volume_connector(uuid)
         return uuid

@@ -241,7 +241,7 @@ class FakeReserver(object):
         self._call('volume_connectors', instance_uuid)
         self._require(base.Feature.VOLUME_BOOT)
         self._held(instance_uuid)
-        return self.connectors
+        return self.node(instance_uuid), self.connectors
 
     def _require(self, feature):
         if feature not in self.provider.features:

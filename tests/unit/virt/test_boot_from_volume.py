@@ -55,6 +55,16 @@ def block_device_info(boot_index=0):
         driver_block_device.DriverVolumeBlockDevice(bdm)]}
 
 
+def driver_without_volume_boot():
+    """A driver whose provider cannot boot from volumes (the static one)."""
+    static = fakes.FakeReserver(
+        features=fakes.ALL_FEATURES - {base.Feature.VOLUME_BOOT})
+    drv = driver.IronicMultiDriver(None, reserver=static)
+    drv.init_host(fakes.HOST)
+    static.calls.clear()
+    return drv, static
+
+
 def instance_with_address(address='192.0.2.42'):
     inst = fakes.instance(image_ref='', hostname='server-1')
     vif = network_model.VIF(id='vif-1', network=network_model.Network(
@@ -84,12 +94,8 @@ def test_an_instance_that_boots_from_a_volume_holds_its_node_first(
 
 
 def test_a_provider_without_volume_boot_refuses_before_any_claim(
-        reserver, from_volume):
-    static = fakes.FakeReserver(
-        features=fakes.ALL_FEATURES - {base.Feature.VOLUME_BOOT})
-    drv = driver.IronicMultiDriver(None, reserver=static)
-    drv.init_host(fakes.HOST)
-    static.calls.clear()
+        from_volume):
+    drv, static = driver_without_volume_boot()
     with pytest.raises(nova_exception.InstanceUnacceptable) as e:
         drv.prepare_networks_before_block_device_mapping(fakes.instance(),
                                                          [])
@@ -143,12 +149,9 @@ def test_after_the_node_went_the_connector_names_the_host_only(
     assert reserver.names() == ['volume_connectors']
 
 
-def test_a_provider_without_volume_boot_has_no_connector(reserver):
-    static = fakes.FakeReserver(
-        features=fakes.ALL_FEATURES - {base.Feature.VOLUME_BOOT})
+def test_a_provider_without_volume_boot_has_no_connector():
+    drv, static = driver_without_volume_boot()
     static.hold()
-    drv = driver.IronicMultiDriver(None, reserver=static)
-    drv.init_host(fakes.HOST)
     with pytest.raises(nova_exception.NovaException) as e:
         drv.get_volume_connector(fakes.instance())
     assert 'volume boot' in str(e.value)

@@ -44,6 +44,7 @@ from oslo_log import log as logging
 
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation.providers.ironic import ownership
+from ironic_multi._reservation.providers.ironic import power
 from ironic_multi._reservation.providers.ironic import states
 from ironic_multi._reservation.providers.ironic import volumes
 from ironic_multi._reservation.providers.ironic import waiters
@@ -119,6 +120,7 @@ class Deployer(object):
         self._api = api
         self._opts = conf.ironic_multi
         self._group = conf.ironic_multi.coordination_group
+        self._power = power.PowerControl(api, conf)
 
     def _bounded(self, seconds):
         return self._api.bounded(time.monotonic() + seconds)
@@ -383,16 +385,8 @@ class Deployer(object):
         """
         uuid = node['uuid']
         if not undeployed and node.get('power_state') != states.POWER_OFF:
-            self._api.set_power_state(uuid, states.POWER_OFF)
-            waiters.wait_for(
-                lambda: self._api.get_node(uuid, fields=NODE_FIELDS),
-                lambda n: (n['power_state'] == states.POWER_OFF
-                           and not n.get('target_power_state')),
-                timeout=self._opts.unprovision_timeout,
-                interval=self._opts.state_poll_interval,
-                error=lambda reason: exception.TeardownFailed(
-                    node=uuid, reason=reason),
-                what='power off of node %s' % uuid)
+            # A failure is the tear down's (TeardownFailed, see teardown).
+            self._power.apply(uuid, base.PowerAction.OFF)
         volumes.remove_targets(self._api, uuid)
 
     def _clean_up(self, node, vifs):
