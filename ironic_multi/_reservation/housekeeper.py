@@ -368,8 +368,7 @@ class Housekeeper(object):
                     self._do('release orphan', 'the instance is gone from '
                              'the consumer', self._teardown_and_release,
                              reservation)
-            elif (reservation.state == lifecycle.State.CLAIMED
-                  and reservation.host is None):
+            elif reservation.state == lifecycle.State.CLAIMED:
                 if live is None:
                     report.skipped.setdefault(
                         STUCK_CLAIMS, 'the group\'s members are unknown')
@@ -584,8 +583,7 @@ class Housekeeper(object):
 def _may_act(reservation, state):
     """Whether a reservation rule may act on ``reservation``."""
     return (reservation.node_uuid is None or state == GONE
-            or (reservation.state == lifecycle.State.CLAIMED
-                and reservation.host is None))
+            or reservation.state == lifecycle.State.CLAIMED)
 
 
 def _claimer_lives(reservation, live):

@@ -86,8 +86,9 @@ class PowerState(str, enum.Enum):
 class Reservation:
     """One node reserved for one consumer (a Nova instance).
 
-    :ivar host: the compute service whose instance it is, once its deploy
-        has begun (the provider's host mark); None before.
+    :ivar host: the compute service whose instance it is, once its
+        deployment was written (the provider's host mark: with the claim,
+        or as its deploy begins); None before.
     :ivar group: the coordination group whose ownership mark the claim
         carries; None when it carries none (made by another deployer, or
         by a version of ironic-multi before marks).  Only a group's own

@@ -158,6 +158,28 @@ def test_stuck_claims_time_out(tmp_path):
     assert cluster.provider.lookup('deployed') is not None
 
 
+def test_a_claim_that_names_its_host_times_out_all_the_same(tmp_path):
+    """A claim with a host mark is still a claim that never deployed.
+
+    The mark is written with a claim by PATCH, or by a deploy whose
+    service died before its provision request.
+    """
+    cluster = Cluster(tmp_path, stuck_claim_timeout=3700)
+    cluster.nodes(1)
+    reservation = cluster.claim('stuck', deploy=False, claimer='dead-member')
+    cluster.provider.mark_host(reservation, 'host-1')
+    assert cluster.provider.lookup('stuck').host == 'host-1'
+    cluster.nova = {'stuck': 'building'}
+    housekeeper = cluster.housekeeper()
+
+    assert housekeeper.run().actions == []
+    with mock.patch('time.monotonic', return_value=time.monotonic() + 3701):
+        report = housekeeper.run()
+
+    assert cluster.kinds(report) == [('time out stuck claim', 'stuck', True)]
+    assert cluster.provider.lookup('stuck') is None
+
+
 def test_a_claim_whose_claimer_lives_is_never_stuck(tmp_path):
     # Queued behind the deploy throttle for longer than the timeout: its
     # service is alive and will deploy it.
