@@ -57,6 +57,11 @@ def statuses(settled):
     return collections.Counter(s.status for s in settled.values())
 
 
+def fault_of(server):
+    """The message of the server's fault (Nova's reason for ERROR)."""
+    return (server.fault or {}).get('message')
+
+
 def hosts_of(cloud, server_ids):
     compute = cloud.connection(ADMIN).compute
     return {i: compute.get_server(i).compute_host for i in server_ids}

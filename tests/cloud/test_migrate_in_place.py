@@ -179,13 +179,39 @@ def _provision_or_power(cloud, nodes, since):
             if '/states/provision' in path or '/states/power' in path]
 
 
+def _in_tree_servers(cloud, record_property):
+    """The servers the in-tree driver runs before the move: all ACTIVE.
+
+    A build the in-tree driver fails (one in the CI runs so far, its fault
+    not kept) is not what this test is about: its fault is recorded, the
+    server deleted and booted again, once.
+    """
+    ids = faults.post_servers(cloud, FLAVORS, 'in-tree')
+    settled = cloud.wait_for_servers(ids)
+    failed = {i: faults.fault_of(s) for i, s in settled.items()
+              if s.status != 'ACTIVE'}
+    if failed:
+        record_property('in_tree_build_faults', failed)
+        compute = cloud.connection(ADMIN).compute
+        for server_id in failed:
+            compute.delete_server(server_id)
+        cloud.wait_for_deleted(list(failed))
+        cloud.wait_for_capacity()
+        flavors = [FLAVORS[ids.index(i)] for i in failed]
+        again = faults.post_servers(cloud, flavors, 'in-tree-again')
+        settled = {i: s for i, s in settled.items() if i not in failed}
+        settled.update(cloud.wait_for_servers(again))
+        ids = [i for i in ids if i not in failed] + again
+    assert faults.statuses(settled) == {'ACTIVE': len(ids)}, {
+        i: (s.status, faults.fault_of(s)) for i, s in settled.items()}
+    return ids, settled
+
+
 def test_the_runbook_moves_every_server_in_place(in_tree_cloud,
                                                  record_property):
     cloud = in_tree_cloud
     cloud.wait_for_capacity()
-    ids = faults.post_servers(cloud, FLAVORS, 'in-tree')
-    settled = cloud.wait_for_servers(ids)
-    assert faults.statuses(settled) == {'ACTIVE': len(ids)}, settled
+    ids, settled = _in_tree_servers(cloud, record_property)
     held = {server_id: nodes[0] for server_id, nodes in
             cloud.held_nodes().items() if server_id in ids}
     hosts = {server_id: server.compute_host
