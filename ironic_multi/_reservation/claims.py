@@ -62,10 +62,13 @@ class ClaimStrategy(object):
         self._in_flight = set()
         self._lock = threading.Lock()
 
-    def claim(self, instance_uuid, requirements):
+    def claim(self, instance_uuid, requirements, deployment=None):
         """Reserve a node matching ``requirements`` for ``instance_uuid``.
 
         Idempotent: an instance that already holds a node gets it back.
+
+        :param deployment: what the deploy will write, for the provider to
+            write with the claim where it can.
 
         :raises NoNodeAvailable: nothing matches anywhere.
         :raises ClaimTimeout: the bound passed first; no reservation is
@@ -78,7 +81,7 @@ class ClaimStrategy(object):
                                                       instance_uuid,
                                                       deadline):
                 reservation = self._try(stage, candidates, instance_uuid,
-                                        requirements, deadline)
+                                        requirements, deadline, deployment)
                 if reservation is not None:
                     self._stats.count('claims')
                     self._stats.observe('claim',
@@ -99,7 +102,8 @@ class ClaimStrategy(object):
         raise exception.NoNodeAvailable(instance=instance_uuid,
                                         requirements=requirements.describe())
 
-    def _try(self, stage, candidates, instance_uuid, requirements, deadline):
+    def _try(self, stage, candidates, instance_uuid, requirements, deadline,
+             deployment):
         random.shuffle(candidates)
         while candidates:
             self._check(deadline, instance_uuid)
@@ -107,7 +111,8 @@ class ClaimStrategy(object):
             try:
                 return self._provider.claim(batch, instance_uuid,
                                             requirements, deadline,
-                                            claimer=self._claimer)
+                                            claimer=self._claimer,
+                                            deployment=deployment)
             except exception.NodeAlreadyClaimed as e:
                 self._stats.count('claim races lost')
                 LOG.debug('Claim for %(instance)s lost a race in %(stage)s: '

@@ -498,12 +498,15 @@ class Reserver(object):
 
     # -- reservations -----------------------------------------------------
 
-    def claim(self, instance_uuid, requirements):
+    def claim(self, instance_uuid, requirements, deployment=None):
         """Reserve a node matching ``requirements`` for ``instance_uuid``.
+
+        :param deployment: what :meth:`deploy` will get next, if known:
+            the provider may write it with the claim.
 
         See :class:`~.claims.ClaimStrategy`.
         """
-        return self._claims.claim(instance_uuid, requirements)
+        return self._claims.claim(instance_uuid, requirements, deployment)
 
     def release(self, instance_uuid):
         """Release the node of ``instance_uuid``; idempotent.

@@ -340,9 +340,15 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
               admin_password, allocations, network_info=None,
               block_device_info=None, power_on=True, accel_info=None):
         reqs = self._requirements(instance, image_meta)
-        targets = ()
-        if block_device.get_root_bdm(virt_driver.block_device_info_get_mapping(
-                block_device_info)) is not None:
+        from_volume = block_device.get_root_bdm(
+            virt_driver.block_device_info_get_mapping(
+                block_device_info)) is not None
+        deployment = metadata.deployment_for(
+            instance, image_meta, reqs, self._host, network_info,
+            admin_password, injected_files,
+            volume_targets=(metadata.volume_targets(block_device_info)
+                            if from_volume else ()))
+        if from_volume:
             # Held since prepare_networks_before_block_device_mapping: the
             # node the volumes were exported to.
             reservation = self._reserver.lookup(instance.uuid)
@@ -350,12 +356,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 raise errors.reschedule(instance.uuid)(
                     'the node the volumes were exported to is no longer '
                     'reserved')
-            targets = metadata.volume_targets(block_device_info)
         else:
-            reservation = self._claim(instance, reqs)
-        deployment = metadata.deployment_for(
-            instance, image_meta, reqs, self._host, network_info,
-            admin_password, injected_files, volume_targets=targets)
+            reservation = self._claim(instance, reqs, deployment)
         if instance.flavor.ephemeral_gb:
             # The metadata service names it (ephemeral0), so that
             # cloud-init mounts the ephemeral partition; as in-tree.
@@ -392,9 +394,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                                instance.uuid):
             return metadata.requirements_for(instance, image_meta)
 
-    def _claim(self, instance, reqs):
+    def _claim(self, instance, reqs, deployment=None):
         try:
-            reservation = self._reserver.claim(instance.uuid, reqs)
+            reservation = self._reserver.claim(instance.uuid, reqs,
+                                               deployment)
         except exception.NoNodeAvailable as e:
             # The manager reschedules on this, with "Insufficient compute
             # resources" as the reason.

@@ -175,3 +175,83 @@ def _vif(vif_id):
                                      cidr='10.0.0.0/24', ips=[
                                          network_model.FixedIP(
                                              address='10.0.0.5')])]))
+
+
+def _instance_info_writes(calls):
+    return [patch for (_node, patch), _kw in calls
+            if any(op['path'].startswith('/instance_info/')
+                   and op['path'] != '/instance_info/ironic_multi'
+                   for op in patch)]
+
+
+@pytest.mark.parametrize('use_allocations', [False, True],
+                         ids=['patch', 'allocations'])
+def test_a_claim_told_its_deployment_saves_the_deploy_a_write(
+        ironic, use_allocations):
+    """By PATCH, the claim writes the deploy's instance_info with it.
+
+    The deploy then writes none (one conductor round trip less per boot),
+    unless the claim's answer says the node's local_gb was not the pool's.
+    An allocation cannot carry it: the deploy writes it, as before.  A
+    release of a claim that wrote it leaves none of it behind.
+    """
+    nodes = ironic.enroll_nodes(3, name_prefix='folded',
+                                properties={'local_gb': 40})
+    ironic_provider = provider.IronicProvider(reservers.make_conf(
+        ironic.server.endpoint, state_poll_interval=0.1,
+        use_allocations=use_allocations))
+    ironic_provider.start()
+    calls = []
+    real_patch = ironic_provider.api.patch_node
+
+    def patch_node(node, patch, **kwargs):
+        calls.append(((node, patch), kwargs))
+        return real_patch(node, patch, **kwargs)
+
+    ironic_provider.api.patch_node = patch_node
+    requirements = provider_contract.request('baremetal')
+
+    def claim(node, local_gb=40):
+        instance = str(uuid.uuid4())
+        plan = provider_contract.deployment(instance, 'compute-1')
+        candidate = {'uuid': node, 'resource_class': 'baremetal',
+                     'properties': {'local_gb': local_gb}}
+        return plan, ironic_provider.claim(
+            [candidate], instance, requirements, time.monotonic() + 60,
+            deployment=plan)
+
+    def info(node):
+        return ironic.request('GET', '/v1/nodes/%s' % node).json()[
+            'instance_info']
+
+    # A claim, then its deploy.
+    plan, reservation = claim(nodes[0])
+    claimed = info(nodes[0])
+    if use_allocations:
+        assert 'image_source' not in claimed
+    else:
+        assert (claimed['image_source'], claimed['nova_host_id'],
+                claimed['root_gb'], claimed['local_gb']) == (
+            plan.image_source, 'compute-1', '10', '40')
+    del calls[:]
+    ironic_provider.deploy(reservation, plan)
+    assert len(_instance_info_writes(calls)) == int(use_allocations)
+    deployed = info(nodes[0])
+    assert (deployed['image_source'], deployed['local_gb']) == (
+        plan.image_source, '40')
+
+    # The pool's copy was wrong about local_gb: the deploy writes again.
+    plan, reservation = claim(nodes[1], local_gb=7)
+    del calls[:]
+    ironic_provider.deploy(reservation, plan)
+    assert len(_instance_info_writes(calls)) == 1
+    assert info(nodes[1])['local_gb'] == '40'
+
+    # A claim released before its deploy leaves none of the deploy's
+    # instance_info (an allocation leaves Ironic's own traits: []).
+    plan, reservation = claim(nodes[2])
+    ironic_provider.release(plan.instance_uuid)
+    node = ironic.request('GET', '/v1/nodes/%s' % nodes[2]).json()
+    assert node['instance_uuid'] is None
+    assert not set(node['instance_info']) & {
+        'image_source', 'nova_host_id', 'root_gb', 'local_gb'}, node

@@ -391,7 +391,7 @@ class NodeProvider(abc.ABC):
 
     @abc.abstractmethod
     def claim(self, candidates, instance_uuid, requirements, deadline,
-              claimer=None):
+              claimer=None, deployment=None):
         """Atomically reserve one of ``candidates`` (node dicts).
 
         The same atomic write marks the reservation with :attr:`group`,
@@ -401,6 +401,9 @@ class NodeProvider(abc.ABC):
 
         :param deadline: ``time.monotonic()`` value not to work past.
         :param claimer: the member id of the claiming service.
+        :param deployment: the :class:`Deployment` that :meth:`deploy`
+            will get next, when known: a provider may write what it can of
+            it with the claim, saving the deploy a write.
         :returns: the :class:`~.lifecycle.Reservation`, state ``claimed``.
         :raises NodeAlreadyClaimed: every candidate was taken meanwhile.
         """

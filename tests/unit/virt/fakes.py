@@ -63,6 +63,7 @@ class FakeReserver(object):
         self.traits = frozenset(traits)
         self.held = {}
         self.claims = {}
+        self.claimed_with = {}
         self.deployments = []
         self.calls = []
         self.errors = {}
@@ -152,9 +153,10 @@ class FakeReserver(object):
 
     # -- reservations -----------------------------------------------------
 
-    def claim(self, instance_uuid, requirements):
+    def claim(self, instance_uuid, requirements, deployment=None):
         self._call('claim', instance_uuid, requirements)
         self.claims[instance_uuid] = requirements
+        self.claimed_with[instance_uuid] = deployment
         self.held[instance_uuid] = lifecycle.Reservation(
             instance_uuid=instance_uuid, node_uuid=NODE,
             state=lifecycle.State.CLAIMED, resource_class='baremetal')

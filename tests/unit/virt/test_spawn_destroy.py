@@ -66,6 +66,9 @@ def test_spawn_claims_then_deploys(drv, reserver):
     assert reservation.node_uuid == fakes.NODE
     assert reservation.instance_uuid == fakes.INSTANCE
     assert deployment.instance_uuid == fakes.INSTANCE
+    # The claim was told what the deploy would write (the provider may
+    # write it with the claim).
+    assert reserver.claimed_with[fakes.INSTANCE] is deployment
     assert deployment.host == fakes.HOST
     assert deployment.image_source == fakes.IMAGE
     assert deployment.vifs == ('vif-1', 'vif-2')

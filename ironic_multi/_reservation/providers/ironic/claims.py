@@ -84,11 +84,14 @@ class Claimer(object):
         return self.use_allocations and self._api.supports('allocations')
 
     def claim(self, candidates, instance_uuid, required_traits, deadline,
-              claimer=None, consumer=None):
+              claimer=None, consumer=None, also=None):
         """Reserve one of ``candidates`` (node dicts), marked as ours.
 
         :param claimer: the member id of the claiming service.
         :param consumer: the consumer the claim is for, if told.
+        :param also: ``f(node dict) -> JSON patch operations`` that a claim
+            by PATCH writes in the same request (an allocation cannot
+            carry them).
         :returns: :data:`Claimed`.
         :raises NodeAlreadyClaimed: every candidate was taken.
         """
@@ -96,15 +99,17 @@ class Claimer(object):
         if self.by_allocation:
             return self._by_allocation(candidates, instance_uuid,
                                        required_traits, deadline, mark)
-        return self._by_patch(candidates, instance_uuid, deadline, mark)
+        return self._by_patch(candidates, instance_uuid, deadline, mark,
+                              also or (lambda node: ()))
 
     # -- PATCH instance_uuid ----------------------------------------------
 
-    def _by_patch(self, candidates, instance_uuid, deadline, mark):
+    def _by_patch(self, candidates, instance_uuid, deadline, mark, also):
         for node in candidates:
             try:
                 answer = self._api.claim_node(node['uuid'], instance_uuid,
-                                              mark, deadline=deadline)
+                                              mark, deadline=deadline,
+                                              also=also(node))
             except exception.InstanceAlreadyClaimed:
                 # A retried spawn, or an earlier answer that was lost.
                 existing = self._node_of(instance_uuid)

@@ -410,18 +410,23 @@ class IronicAPI(object):
             return self._request('PATCH', '/v1/nodes/%s' % node, body=patch,
                                  idempotent=idempotent, deadline=deadline)
 
-    def claim_node(self, node, instance_uuid, mark, deadline=None):
+    def claim_node(self, node, instance_uuid, mark, deadline=None,
+                   also=()):
         """Set ``instance_uuid`` and its ownership ``mark`` on ``node``.
 
         Ironic's atomic claim: both or neither are written
         (:mod:`.ownership`).
+
+        :param also: more JSON patch operations for the same write (the
+            deploy's ``instance_info``): written with the claim or not at
+            all.
 
         :raises InstanceAlreadyClaimed: the instance holds a node already
             (perhaps this one).
         :raises NodeAlreadyClaimed: another instance holds the node.
         :raises RequestOutcomeUnknown: the answer was lost; read back.
         """
-        patch = ownership.claim_patch(instance_uuid, mark)
+        patch = ownership.claim_patch(instance_uuid, mark) + list(also)
         try:
             return self.patch_node(node, patch, idempotent=False,
                                    deadline=deadline)

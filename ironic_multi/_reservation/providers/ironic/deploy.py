@@ -75,6 +75,12 @@ def instance_info_patch(deployment, guard=None, node=None):
     :param node: the node as read just before, with its ``properties``:
         its ``local_gb`` goes in too, as Nova's in-tree driver writes it.
     """
+    return [guard] * bool(guard) + [
+        {'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
+        for key, value in sorted(_instance_info(deployment, node).items())]
+
+
+def _instance_info(deployment, node):
     info = dict(deployment.instance_info)
     # A node that boots from a volume has no image to write.
     if deployment.image_source is not None:
@@ -84,9 +90,21 @@ def instance_info_patch(deployment, guard=None, node=None):
     info[HOST_KEY] = deployment.host
     if node is not None and 'properties' in node:
         info['local_gb'] = str((node['properties'] or {}).get('local_gb', 0))
-    return [guard] * bool(guard) + [
-        {'op': 'add', 'path': '/instance_info/%s' % key, 'value': value}
-        for key, value in sorted(info.items())]
+    return info
+
+
+def _holds_info(node, deployment):
+    """Whether ``node`` (as Ironic answered a write) holds the deployment.
+
+    Its instance and mark, and every ``instance_info`` field the deploy
+    writes, with the ``local_gb`` of its own properties.
+    """
+    if node is None or ownership.of(node) is None:
+        return False
+    info = node.get('instance_info') or {}
+    return node.get('instance_uuid') == deployment.instance_uuid and all(
+        info.get(key) == value
+        for key, value in _instance_info(deployment, node).items())
 
 
 def _boots_from_volume(node):
@@ -127,11 +145,15 @@ class Deployer(object):
 
     # -- deploy -----------------------------------------------------------
 
-    def deploy(self, node, deployment, should_stop=None, mark=None):
+    def deploy(self, node, deployment, should_stop=None, mark=None,
+               written=None):
         """Deploy on ``node`` (claimed by the caller) and wait for it.
 
         :param mark: the ownership mark to write on a node that carries
             none yet (claimed by allocation); the group's alone by default.
+        :param written: the node as Ironic answered the claim that wrote
+            ``deployment``'s ``instance_info`` with it: not written again
+            where that answer holds all of it.
 
         On failure, takes back what it did (the claim stays) and raises.
 
@@ -146,7 +168,9 @@ class Deployer(object):
             # No request may outlive the deploy's bound, not even one that
             # Ironic never answers.
             with self._bounded(self._opts.deploy_timeout):
-                written = self._write_instance_info(node, deployment, mark)
+                if not _holds_info(written, deployment):
+                    written = self._write_instance_info(node, deployment,
+                                                        mark)
                 if deployment.volume_targets:
                     # The node holds the instance (just read): ours to
                     # change, and off, as a claimed node is.

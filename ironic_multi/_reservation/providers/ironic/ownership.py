@@ -108,9 +108,14 @@ def guard(instance_uuid, group):
 
 
 def release_patch(instance_uuid, group):
-    """Clear the instance and its mark, if the node still carries both."""
+    """Clear the instance and its mark, if the node still carries both.
+
+    With them goes the rest of ``instance_info``: a claim may have written
+    the deploy's fields, which must not outlive it (the next claim adds
+    its own keys, and would keep any it does not write).
+    """
     return [guard(instance_uuid, group),
-            {'op': 'remove', 'path': PATH},
+            {'op': 'replace', 'path': '/instance_info', 'value': {}},
             {'op': 'remove', 'path': '/instance_uuid'}]
 
 

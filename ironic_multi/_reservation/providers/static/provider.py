@@ -214,7 +214,7 @@ class StaticProvider(base.NodeProvider):
                 in sorted(self.records.read().items())]
 
     def claim(self, candidates, instance_uuid, requirements, deadline,
-              claimer=None):
+              claimer=None, deployment=None):
         try:
             with self.records.changing(deadline) as document:
                 return self._claim(document['reservations'], candidates,
