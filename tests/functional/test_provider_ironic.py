@@ -240,6 +240,17 @@ def test_a_claim_told_its_deployment_saves_the_deploy_a_write(
     assert (deployed['image_source'], deployed['local_gb']) == (
         plan.image_source, '40')
 
+    # A deploy that begins long after its claim (it waited for a turn)
+    # writes again: its guarded write checks the node still holds it.
+    plan, reservation = claim(nodes[1])
+    time.sleep(provider._CLAIM_ANSWER_TRUSTED + 0.1)
+    del calls[:]
+    ironic_provider.deploy(reservation, plan)
+    assert len(_instance_info_writes(calls)) == 1
+    ironic_provider.teardown(ironic_provider.lookup(plan.instance_uuid))
+    ironic_provider.release(plan.instance_uuid)
+    ironic.wait_for_node(nodes[1], provision_state='available')
+
     # The pool's copy was wrong about local_gb: the deploy writes again.
     plan, reservation = claim(nodes[1], local_gb=7)
     del calls[:]

@@ -98,6 +98,11 @@ def _marks(node):
 _FAILURE_MARKS = ('failures', 'last_failure', 'reason')
 
 
+# Seconds for which a claim's answer stands in for the deploy's check that
+# the node still holds the instance: about the time of that check itself.
+_CLAIM_ANSWER_TRUSTED = 1.0
+
+
 def _has_failures(marks):
     return any(marks.get(key) for key in _FAILURE_MARKS)
 
@@ -132,9 +137,9 @@ class IronicProvider(base.NodeProvider):
             on_gone=self.pool.forget)
         self._tenancy = filters.OwnerFilter()
         self._deployer = deploy.Deployer(self.api, conf)
-        # {instance uuid: (deployment, the node as its claim wrote it)}
-        # from a claim that wrote the deploy's instance_info, until that
-        # deploy or a release.
+        # {instance uuid: (deployment, the node as its claim wrote it,
+        # monotonic time of the answer)} from a claim that wrote the
+        # deploy's instance_info, until that deploy or a release.
         self._written = {}
         self._power = power.PowerControl(self.api, conf)
         self._rescuer = rescue.Rescuer(self.api, conf)
@@ -450,7 +455,8 @@ class IronicProvider(base.NodeProvider):
             # An earlier attempt's node: its state is Ironic's to tell.
             return self.lookup(instance_uuid)
         if deployment is not None and claimed.node is not None:
-            self._written[instance_uuid] = (deployment, claimed.node)
+            self._written[instance_uuid] = (deployment, claimed.node,
+                                            time.monotonic())
         return self._reservation(dict(node, instance_uuid=instance_uuid),
                                  mark=ownership.mark(self.group, claimer,
                                                      self.consumer))
@@ -620,12 +626,17 @@ class IronicProvider(base.NodeProvider):
     # -- what is done to a reserved node ---------------------------------
 
     def deploy(self, reservation, deployment, should_stop=None):
-        claimed_with, answer = self._written.pop(reservation.instance_uuid,
-                                                 (None, None))
+        claimed_with, answer, at = self._written.pop(
+            reservation.instance_uuid, (None, None, 0))
+        # The deploy's guarded write also checks that the node still holds
+        # the instance before VIFs and the provision request.  The claim's
+        # answer stands in for it only right after the claim: a deploy
+        # that waited for its turn writes (and checks) again.
+        fresh = (claimed_with is deployment
+                 and time.monotonic() - at <= _CLAIM_ANSWER_TRUSTED)
         written = self._deployer.deploy(
             reservation.node_uuid, deployment, should_stop,
-            self._mark(reservation),
-            written=answer if claimed_with is deployment else None)
+            self._mark(reservation), written=answer if fresh else None)
         # Ironic's answer to the deploy's write holds the node's marks:
         # most nodes have no failures, and need no read of them to clear.
         # A tear down's note alone stays: the housekeeper forgets it once
