@@ -23,41 +23,44 @@ alone, in their allocations and in their provider summaries.  Nova 34's
 scheduler looks for compute nodes among the summaries' providers and
 keys each host's candidates by the providers in the allocations
 (``nova/scheduler/manager.py``): no host gets a candidate, and the build
-fails with NoValidHost.  This asks the real placement (in process, on
-SQLite) what it answers.
+fails with NoValidHost.  This asks the real placement (in process,
+through placement's own test fixture) what it answers.
 """
 
 import uuid
 
-from oslo_config import cfg
-from placement import conf as placement_conf
-from placement import direct
+from placement.tests.functional.fixtures import placement as \
+    placement_fixture
 import pytest
+import requests
 
-HEADERS = {'OpenStack-API-Version': 'placement 1.39'}
+HEADERS = {'OpenStack-API-Version': 'placement 1.39',
+           'X-Auth-Token': 'admin'}
 
 
 @pytest.fixture
 def placement():
-    conf = cfg.ConfigOpts()
-    placement_conf.register_opts(conf)
-    conf.set_override('connection', 'sqlite://', group='placement_database')
-    conf.set_override('sync_on_startup', True, group='placement_database')
-    conf([], default_config_files=[])
-    with direct.PlacementDirect(conf) as client:
-        yield _Placement(client)
+    # Placement's own fixture (Nova's functional tests use it too): a
+    # database of its own, even after other tests of the process set
+    # placement's global one up.
+    fixture = placement_fixture.PlacementFixture()
+    fixture.setUp()
+    try:
+        yield _Placement(fixture.endpoint)
+    finally:
+        fixture.cleanUp()
 
 
 class _Placement(object):
 
-    def __init__(self, client):
-        self._client = client
+    def __init__(self, endpoint):
+        self._endpoint = endpoint
+        self._session = requests.Session()
+        self._session.headers.update(HEADERS)
 
     def __call__(self, method, url, body=None):
-        kwargs = {'headers': HEADERS}
-        if body is not None:
-            kwargs['json'] = body
-        answer = getattr(self._client, method)(url, **kwargs)
+        answer = self._session.request(method.upper(), self._endpoint + url,
+                                       json=body)
         assert answer.status_code < 400, (url, answer.text)
         return answer.json() if answer.text else None
 
