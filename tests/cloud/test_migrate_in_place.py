@@ -182,9 +182,9 @@ def _provision_or_power(cloud, nodes, since):
 def _in_tree_servers(cloud, record_property):
     """The servers the in-tree driver runs before the move: all ACTIVE.
 
-    A build the in-tree driver fails (one in the CI runs so far, its fault
-    not kept) is not what this test is about: its fault is recorded, the
-    server deleted and booted again, once.
+    A build the in-tree driver fails ("Failure prepping block device",
+    now and then) is not what this test is about: its fault is recorded,
+    the server deleted and booted again, once.
     """
     ids = faults.post_servers(cloud, FLAVORS, 'in-tree')
     settled = cloud.wait_for_servers(ids)

@@ -137,9 +137,10 @@ class IronicProvider(base.NodeProvider):
             on_gone=self.pool.forget)
         self._tenancy = filters.OwnerFilter()
         self._deployer = deploy.Deployer(self.api, conf)
-        # {instance uuid: (deployment, the node as its claim wrote it,
-        # monotonic time of the answer)} from a claim that wrote the
-        # deploy's instance_info, until that deploy or a release.
+        # {instance uuid: (the node as its claim wrote it, monotonic time
+        # of the answer)} from a claim that wrote the deploy's
+        # instance_info, until that deploy or a release.  Whether the
+        # answer holds the deployment is the deployer's to check.
         self._written = {}
         self._power = power.PowerControl(self.api, conf)
         self._rescuer = rescue.Rescuer(self.api, conf)
@@ -455,8 +456,7 @@ class IronicProvider(base.NodeProvider):
             # An earlier attempt's node: its state is Ironic's to tell.
             return self.lookup(instance_uuid)
         if deployment is not None and claimed.node is not None:
-            self._written[instance_uuid] = (deployment, claimed.node,
-                                            time.monotonic())
+            self._written[instance_uuid] = (claimed.node, time.monotonic())
         return self._reservation(dict(node, instance_uuid=instance_uuid),
                                  mark=ownership.mark(self.group, claimer,
                                                      self.consumer))
@@ -626,14 +626,13 @@ class IronicProvider(base.NodeProvider):
     # -- what is done to a reserved node ---------------------------------
 
     def deploy(self, reservation, deployment, should_stop=None):
-        claimed_with, answer, at = self._written.pop(
-            reservation.instance_uuid, (None, None, 0))
+        answer, at = self._written.pop(reservation.instance_uuid,
+                                       (None, 0))
         # The deploy's guarded write also checks that the node still holds
         # the instance before VIFs and the provision request.  The claim's
         # answer stands in for it only right after the claim: a deploy
         # that waited for its turn writes (and checks) again.
-        fresh = (claimed_with is deployment
-                 and time.monotonic() - at <= _CLAIM_ANSWER_TRUSTED)
+        fresh = time.monotonic() - at <= _CLAIM_ANSWER_TRUSTED
         written = self._deployer.deploy(
             reservation.node_uuid, deployment, should_stop,
             self._mark(reservation), written=answer if fresh else None)
