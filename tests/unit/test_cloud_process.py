@@ -156,6 +156,7 @@ def test_reaper_kills_the_groups_of_a_runner_killed_hard(tmp_path):
             'forker', ['sh', '-c', 'sleep 120 & echo $! > %s; wait'
                        % sys.argv[2]], sys.argv[1], dict(os.environ))
         service.start()
+        open(sys.argv[2] + '.watched', 'w').close()
         time.sleep(120)
         ''')
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -163,9 +164,12 @@ def test_reaper_kills_the_groups_of_a_runner_killed_hard(tmp_path):
         [sys.executable, '-c', script, str(tmp_path), str(pid_file)],
         env=env)
     # The runner's start (its imports) is not what is tested: a loaded
-    # machine (tests side by side) took more than 30 s.
+    # machine (tests side by side) took more than 30 s.  Killed before
+    # start() has handed the group to the reaper, nothing could clean up.
+    watched = tmp_path / 'pid.watched'
     deadline = time.monotonic() + 120
-    while not pid_file.exists() or not pid_file.read_text().strip():
+    while not (watched.exists() and pid_file.exists()
+               and pid_file.read_text().strip()):
         assert time.monotonic() < deadline and runner.poll() is None
         time.sleep(0.1)
     sleeper = int(pid_file.read_text())

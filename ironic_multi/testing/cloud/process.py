@@ -89,6 +89,9 @@ class Service(object):
             if self.running:
                 raise ServiceError('%s is already running' % self.name)
             self._forget()
+            # The reaper up first: the window between the fork and
+            # watch_group() is then a write, not a Python start.
+            reaper = _process.reaper()
             self._started = time.monotonic()
             with open(self.log_path, 'ab') as log:
                 log.write(b'\n===== ironic-multi cloud: starting %s =====\n'
@@ -100,7 +103,7 @@ class Service(object):
                     self.argv, stdout=log, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, env=self.env,
                     start_new_session=True)
-            _process.reaper().watch_group(self._process.pid)
+            reaper.watch_group(self._process.pid)
         if wait:
             self.wait_ready()
         return self
