@@ -475,6 +475,43 @@ def test_lines_about(log_dir):
     assert found['i-1'].startswith('nova-compute-compute-2.log: ')
 
 
+def test_last_lines_about_in_time_order_across_logs(log_dir):
+    (log_dir / 'nova-compute-compute-1.log').write_text(''.join(
+        HEAD % (second, 'INFO', 'nova.compute.manager')
+        + '[instance: i-1] line %d\n' % second for second in (1, 4, 6)))
+    (log_dir / 'nova-conductor.log').write_text(
+        HEAD % (5, 'ERROR', 'nova.conductor') + 'about i-1\n'
+        + HEAD % (7, 'ERROR', 'nova.conductor') + 'about i-2\n')
+    lines = logscan.last_lines_about(str(log_dir), 'i-1', count=3)
+    assert [line.split(': ', 1)[0] for line in lines] == [
+        'nova-compute-compute-1.log', 'nova-conductor.log',
+        'nova-compute-compute-1.log']
+    assert lines[0].endswith('line 4') and lines[2].endswith('line 6')
+    assert logscan.last_lines_about(str(log_dir), 'i-9') == []
+
+
+def test_an_unsettled_server_carries_novas_last_lines(log_dir, tmp_path):
+    from ironic_multi.testing.chaos import run
+
+    (log_dir / 'nova-compute-compute-1.log').write_text(
+        HEAD % (3, 'WARNING', 'nova.compute.manager')
+        + '[instance: s-1] Instance build timed out. Set to error state.\n')
+    chaos = run.ChaosRun(run.Options(minutes=1, seed=3,
+                                     output=str(tmp_path)))
+    chaos.cloud = mock.Mock(log_dir=str(log_dir))
+    servers = [{'id': 's-1', 'name': 'one', 'status': 'ERROR',
+                'task_state': 'spawning'},
+               {'id': 's-2', 'name': 'two', 'status': 'ACTIVE',
+                'task_state': None}]
+    found = chaos._with_nova_lines(invariants.check_settled(servers),
+                                   servers)
+    assert len(found) == 1
+    invariant, detail = found[0]
+    assert invariant == invariants.SETTLED
+    assert detail.startswith('server one (s-1) is ERROR/spawning\n    ')
+    assert detail.endswith('Instance build timed out. Set to error state.')
+
+
 def test_count(log_dir):
     (log_dir / 'ironic.log').write_text(
         'x DBConnectionError\ny\nz DBConnectionError again\n')

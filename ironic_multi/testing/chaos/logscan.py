@@ -214,6 +214,24 @@ def lines_about(log_dir, subjects, text, pattern=NOVA_LOGS):
     return found
 
 
+def last_lines_about(log_dir, subject, count=4, pattern=NOVA_LOGS):
+    """The last ``count`` log lines about ``subject``, oldest first.
+
+    Over every log of ``pattern``, in the order of their timestamps
+    (oslo.log's lines begin with one), each with its log's name: what
+    a violation's detail carries, so that a run that failed where its
+    logs are gone (a CI machine) still says what Nova last did.
+    """
+    found = []
+    for path in sorted(glob.glob(os.path.join(log_dir, pattern))):
+        name = os.path.basename(path)
+        with open(path, errors='replace') as f:
+            found.extend((line[:23], '%s: %s' % (name, line.strip()[:300]))
+                         for line in f if subject in line)
+    found.sort(key=lambda entry: entry[0])
+    return [line for _stamp, line in found[-count:]]
+
+
 def count(log_dir, text, pattern=NOVA_LOGS):
     """How many lines of the logs hold ``text``."""
     total = 0

@@ -401,6 +401,21 @@ class ChaosRun(object):
             if v['invariant'] in invariants.SAFETY
             or not any(s in v['detail'] for s in self.stranded)]
 
+    def _with_nova_lines(self, found, servers):
+        """``found``, each detail with Nova's last lines about its server.
+
+        The logs go with the cloud: a run that failed on a CI machine
+        still says what Nova last did with a server that did not settle.
+        """
+        ids = [s['id'] for s in servers]
+        with_lines = []
+        for invariant, detail in found:
+            lines = [line for server_id in ids if server_id in detail
+                     for line in logscan.last_lines_about(
+                         self.cloud.log_dir, server_id)]
+            with_lines.append((invariant, '\n    '.join([detail] + lines)))
+        return with_lines
+
     def _servers(self):
         return workload_mod.server_dicts(
             self.cloud.connection(cloud_mod.ADMIN_CLOUD).compute)
@@ -471,7 +486,8 @@ class ChaosRun(object):
         history.phase('checks')
         servers = self._servers()
         nodes = cloud.ironic.list_nodes(fields=observer_mod.NODE_FIELDS)
-        self._record(invariants.check_settled(servers))
+        self._record(self._with_nova_lines(
+            invariants.check_settled(servers), servers))
         self._record(invariants.check_host_marks(
             servers, nodes, cloud.coordination_group))
         self._record(self.foreigners.check(cloud.ironic))
