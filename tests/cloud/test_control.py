@@ -20,6 +20,7 @@ the cloud works after; a compute cut off from etcd alone leaves the
 others' ring and comes back once healed.
 """
 
+import datetime
 import os
 import time
 
@@ -27,6 +28,8 @@ from ironic_multi.testing.cloud import cloud as cloud_mod
 from tests.cloud import faults
 
 ADMIN = cloud_mod.ADMIN_CLOUD
+# Neutron's agent type of networking-baremetal's agent (one per node).
+BAREMETAL_AGENT = 'Baremetal Node'
 RESTARTED = ('etcd', 'keystone', 'ironic', 'database')
 # Seconds after the heal for the compute to be a member again: its
 # heartbeat's request on the cut link fails at the heal, and its next
@@ -37,9 +40,11 @@ REJOIN_BOUND = 30
 def test_every_process_restarts_by_name(cloud, servers, record_property):
     before = cloud.pids()
     assert set(RESTARTED) | {'rabbitmq', 'nova-api'} <= set(before)
+    restarted = {}
     for name in RESTARTED:
         started = time.monotonic()
         cloud.restart(name)
+        restarted[name] = cloud_mod.utcnow()
         seconds = time.monotonic() - started
         record_property('%s_restart_seconds' % name, round(seconds, 1))
         print('\n%s restarted in %.1f s' % (name, seconds))
@@ -47,6 +52,11 @@ def test_every_process_restarts_by_name(cloud, servers, record_property):
     for name, service in cloud.services.items():
         assert os.path.dirname(service.log_path) == cloud.log_dir, name
         assert os.path.getsize(service.log_path) > 0, name
+
+    # networking-baremetal's agents report again after Ironic's restart
+    # (cloud.RESTART_AFTER): without it, a run's next port bind was
+    # refused, the agents "dead".
+    _wait_for_agent_reports(cloud, since=restarted['ironic'])
 
     # The cloud works: a boot, through the computes' proxy to Ironic.
     seen = len(cloud.ironic_proxy.seen)
@@ -58,6 +68,25 @@ def test_every_process_restarts_by_name(cloud, servers, record_property):
     claims = [s for s in cloud.ironic_proxy.seen[seen:]
               if s.method == 'PATCH' and s.target.startswith('/v1/nodes/')]
     assert claims and all(s.status == 200 for s in claims)
+
+
+def _wait_for_agent_reports(cloud, since, timeout=60):
+    network = cloud.connection(ADMIN).network
+    deadline = time.monotonic() + timeout
+    while True:
+        stale = [agent.host for agent in network.agents(
+            agent_type=BAREMETAL_AGENT)
+            if agent.last_heartbeat_at is None
+            or _parse(agent.last_heartbeat_at) < since.replace(microsecond=0)]
+        if not stale:
+            return
+        assert time.monotonic() < deadline, (
+            'no report after %s from the agents of %s' % (since, stale))
+        time.sleep(2)
+
+
+def _parse(stamp):
+    return datetime.datetime.fromisoformat(stamp.replace('T', ' '))
 
 
 def test_a_partitioned_compute_leaves_the_ring_and_comes_back(

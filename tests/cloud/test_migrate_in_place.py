@@ -33,7 +33,6 @@ deletes them.
 """
 
 import collections
-import datetime
 import os
 import signal
 import subprocess
@@ -155,13 +154,9 @@ def _switch(cloud, driver):
         service = cloud.compute_service(host)
         cloud.stop(service)
         nova.compute_config(cloud, host)
-        last_start = _utcnow()
+        last_start = cloud_mod.utcnow()
         cloud.start(service, wait=False)
     cloud.wait_for_computes(cloud.computes, since=last_start)
-
-
-def _utcnow():
-    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 @pytest.fixture(scope='module')
@@ -246,7 +241,7 @@ def test_the_runbook_moves_every_server_in_place(in_tree_cloud,
              if compute.get_server(s).hypervisor_hostname == busiest}
     record_property('moved_before_the_kill', len(moved))
     assert len(moved) < len(on_busiest), (moved, on_busiest)
-    restarted = _utcnow()
+    restarted = cloud_mod.utcnow()
     cloud.start(service)
     # Up with the restarted process's own report: "apply" asks the
     # service, which refuses while Nova reports its host down.

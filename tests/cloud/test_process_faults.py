@@ -62,6 +62,7 @@ def test_sigkill_compute_in_the_middle_of_a_build(cloud, servers,
     service = cloud.compute_service(caught.compute_host)
     killed = time.monotonic()
     cloud.kill(service, signal.SIGKILL)
+    restarted = cloud_mod.utcnow()
     # As an init system would.
     cloud.start(service, wait=False)
     settled = cloud.wait_for_servers([caught.id], timeout=KILL_BOUND)
@@ -76,6 +77,10 @@ def test_sigkill_compute_in_the_middle_of_a_build(cloud, servers,
     # (doc/source/failures.rst says why it is not released before).
     faults.assert_no_node_held_twice(cloud, settled, error_holds=True)
     held = cloud.held_nodes().get(caught.id, [])
+    # Until the new process has reported: before, Nova may take the host
+    # for down, delete the server in its database alone and leave the
+    # node to the restarted service's cleanup (a run failed so).
+    cloud.wait_for_computes([caught.compute_host], since=restarted)
     cloud.wait_for_computes(cloud.computes)
     cloud.openstack('server', 'delete', '--wait', caught.id, cloud=ADMIN,
                     parse=False)

@@ -16,6 +16,7 @@
 
 import collections
 import concurrent.futures
+import datetime
 import json
 import logging
 import os
@@ -81,6 +82,11 @@ MANAGE = ('import sys; from ironic_multi.cmd import manage; '
           'sys.exit(manage.main(sys.argv[1:]))')
 # The last one without extra spec validation.
 EXTRA_SPECS_MICROVERSION = '2.85'
+# Services to restart once a service is back: networking-baremetal's
+# agent stops reporting for good at its first failed Ironic request (its
+# report loop dies with the exception), and Neutron then refuses to bind
+# ports to the nodes' "dead" agents.  An operator restarts it too.
+RESTART_AFTER = {'ironic': ('ironic-neutron-agent',)}
 
 
 class CloudError(process.ServiceError):
@@ -99,6 +105,11 @@ class _Settling(object):
         if self._since is None or value != self._value:
             self._value, self._since = value, now
         return now - self._since >= self._seconds
+
+
+def utcnow():
+    """Naive UTC now, as :meth:`Cloud.wait_for_computes` takes ``since``."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 def _reported_since(service, since):
@@ -750,10 +761,27 @@ class Cloud(fixtures.Fixture):
         return self.service(name).stop(timeout)
 
     def start(self, name, wait=True):
-        return self.service(name).start(wait=wait)
+        service = self.service(name).start(wait=wait)
+        self._restart_after(name, wait)
+        return service
 
     def restart(self, name, wait=True):
-        return self.service(name).restart(wait=wait)
+        service = self.service(name).restart(wait=wait)
+        self._restart_after(name, wait)
+        return service
+
+    def _restart_after(self, name, ready):
+        for dependent in RESTART_AFTER.get(name, ()):
+            service = self.services.get(dependent)
+            if service is None or not service.running:
+                continue
+            if not ready:
+                LOG.warning('%s started without waiting: %s may have '
+                            'stopped reporting and is not restarted',
+                            name, dependent)
+                continue
+            LOG.info('Restarting %s after %s', dependent, name)
+            service.restart()
 
     def kill(self, name, signum=signal.SIGKILL):
         """Send any signal; for SIGKILL and SIGTERM, wait for the exit."""
