@@ -54,3 +54,31 @@ def test_settling_restarts_whenever_the_value_moves(monkeypatch):
     assert not settling.still({'n1': 'c2'})
     now[0] += 2
     assert settling.still({'n1': 'c2'})
+
+
+def test_up_after_a_restart_counts_once_the_old_heartbeat_aged_out(
+        monkeypatch):
+    # The API's updated_at changes at the new process's start, and the
+    # stopped process's last heartbeat keeps the host up: only a host
+    # still up service_down_time after the restart has beaten since.
+    cloud = cloud_mod.Cloud()
+    up = types.SimpleNamespace(state='up',
+                               updated_at='2026-11-27T21:00:01.000000')
+    monkeypatch.setattr(cloud, 'nova_services',
+                        lambda: {'compute-1': up})
+    seconds = iter([1, 4, 9, cloud.service_down_time, 12])
+    clock = []
+
+    def utcnow():
+        clock.append(RESTART + datetime.timedelta(seconds=next(seconds)))
+        return clock[-1]
+
+    monkeypatch.setattr(cloud_mod, 'utcnow', utcnow)
+    monkeypatch.setattr(cloud_mod.time, 'sleep', lambda s: None)
+    cloud.wait_for_computes(['compute-1'], since=RESTART)
+    assert clock[-1] - RESTART == datetime.timedelta(
+        seconds=cloud.service_down_time)
+    # Without a restart to wait out, up is up.
+    clock.clear()
+    cloud.wait_for_computes(['compute-1'])
+    assert clock == []

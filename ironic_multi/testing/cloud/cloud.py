@@ -587,16 +587,22 @@ class Cloud(fixtures.Fixture):
 
         :param since: a UTC datetime: also until each host's service has
             reported after it.  After a restart, the stopped process's
-            last report keeps the host up for ``service_down_time``, and
-            the new one reports only once it has started: in between
-            Nova may report the host down.
+            last heartbeat keeps the host up for ``service_down_time``, and
+            the new one beats only once it has started: in between Nova
+            takes the host for down (a delete then skips the compute).
+            The API shows no heartbeat time (its ``updated_at`` changes
+            at the new process's start, before its first beat): a host up
+            ``service_down_time`` after ``since`` has beaten since.
         """
         deadline = time.monotonic() + timeout
+        beaten = since and since + datetime.timedelta(
+            seconds=self.service_down_time)
         while True:
             known = self.nova_services()
             missing = [h for h in hosts
                        if h not in known or known[h].state != state
-                       or not _reported_since(known[h], since)]
+                       or not _reported_since(known[h], since)
+                       or (beaten and utcnow() < beaten)]
             if not missing:
                 return
             for host in missing:
