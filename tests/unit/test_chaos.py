@@ -1048,3 +1048,11 @@ def test_every_invariant_names_the_tests_that_prove_it_can_fail():
                         if v == invariant and k.isupper()][0]
             assert ('invariants.%s' % constant in body
                     or invariant in body), (test, invariant)
+
+
+def test_nova_ends_a_lost_build_within_the_operations_bound():
+    from ironic_multi.testing.chaos import run
+    from ironic_multi.testing.chaos import workload
+
+    # Nova checks the build timeout in a periodic task, once a minute.
+    assert run.BUILD_TIMEOUT + 60 < workload.BOUND

@@ -66,6 +66,13 @@ COMPUTE_OPTIONS = {'ironic_multi': {
     # as no conductor serves that group) to release it every pass.
     'conductor_group': '',
 }}
+# Nova's instance_build_timeout on the computes: a build whose RPC
+# messages were lost ends in ERROR within the operations' bound
+# (workload.BOUND, with the periodic's minute).  The cloud's 60 s set
+# live builds to ERROR under load (two of a run here, ACTIVE seconds
+# later), and left the task 'spawning' on them: a CI run ended with two
+# such servers.  A build that really hangs still shows, in BUILD.
+BUILD_TIMEOUT = 180
 # Seconds of workload before the first fault: servers to act on.
 LEAD = 20
 # Seconds for everything to settle once the faults stop.
@@ -161,6 +168,7 @@ class ChaosRun(object):
                 log_dir=options.log_dir, private_database=True,
                 ironic_proxy=True, coordination_proxies=True,
                 membership_timeout=MEMBERSHIP_TIMEOUT,
+                instance_build_timeout=BUILD_TIMEOUT,
                 compute_options=COMPUTE_OPTIONS) as cloud:
             self.cloud = cloud
             history.cloud = {'start_seconds': round(cloud.start_seconds, 1),

@@ -64,8 +64,9 @@ OUTCOMES = (OK, ERROR, FAILED, REFUSED, API_ERROR, STRANDED, TIMEOUT)
 # Microversion 2.74: a boot may name its host (administrators only).
 MICROVERSION = '2.95'
 # Seconds an operation may take before it counts as a hang: a build whose
-# compute was killed is set to ERROR by Nova's instance_build_timeout, or
-# by the compute's init_host when it is back.
+# compute was killed is set to ERROR by Nova's instance_build_timeout
+# (run.BUILD_TIMEOUT, checked once a minute), or by the compute's
+# init_host when it is back.
 BOUND = 300
 # Seconds an API request may take.
 API_TIMEOUT = 60
