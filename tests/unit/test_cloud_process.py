@@ -52,6 +52,43 @@ def test_overlay_links_the_code_under_test(tmp_path):
         assert 'Name: ironic-multi' in f.read()
 
 
+def test_no_start_comes_between_a_restarts_stop_and_start(tmp_path):
+    service = process.Service('sleeper', ['sleep', '60'], str(tmp_path),
+                              dict(os.environ))
+    service.start()
+    first = service.pid
+    theirs = []
+
+    def start_elsewhere():
+        try:
+            service.start(wait=False)
+            theirs.append('started')
+        except process.ServiceError as e:
+            theirs.append(str(e))
+
+    real_stop = service.stop
+
+    def stop_then_race(*args, **kwargs):
+        code = real_stop(*args, **kwargs)
+        # A supervisor sees it down right after the stop.
+        other = threading.Thread(target=start_elsewhere)
+        other.start()
+        other.join(timeout=1)
+        return code
+
+    service.stop = stop_then_race
+    try:
+        service.restart()
+        assert service.running and service.pid != first
+    finally:
+        service.stop = real_stop
+        deadline = time.monotonic() + 10
+        while not theirs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        service.stop()
+    assert theirs == ['sleeper is already running']
+
+
 def test_service_start_signal_stop(tmp_path):
     service = process.Service('sleeper', ['sleep', '60'], str(tmp_path),
                               dict(os.environ))

@@ -172,8 +172,14 @@ class Service(object):
             return code
 
     def restart(self, wait=True):
-        self.stop()
-        return self.start(wait=wait)
+        # Under the lock: a start by another thread (the chaos run's
+        # supervisor) cannot come between the stop and this start.
+        with self._lock:
+            self.stop()
+            self.start(wait=False)
+        if wait:
+            self.wait_ready()
+        return self
 
     def rss(self):
         """Resident memory in bytes of every process of the group."""
