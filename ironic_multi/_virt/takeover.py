@@ -802,8 +802,10 @@ class Takeover(object):
         #   (Nova still routes to the lost one) for longer.
         # - The allocation move reads what placement has and replaces only
         #   the lost host's provider: done twice, it finds nothing to move.
-        self.move_allocation(context, client, instance.uuid, current,
-                             source_rp, node.uuid)
+        self.move_allocation(
+            context, client, instance.uuid, current, source_rp, node.uuid,
+            make_room=lambda: self._make_room(
+                context, client, node.uuid, _moving(current, source_rp)))
         before = {field: getattr(instance, field) for field in _MOVED
                   if instance.obj_attr_is_set(field)}
         try:
@@ -875,13 +877,17 @@ class Takeover(object):
                        'error': first_line(e)})
 
     def move_allocation(self, context, client, consumer, current, source,
-                        target):
+                        target, make_room=None):
         """Move the consumer's allocation from ``source`` to ``target``.
 
-        Retried once, with a fresh read, on a consumer generation conflict.
+        Retried once, with a fresh read, on a consumer generation conflict;
+        and once after ``make_room()`` when placement refuses it: the
+        target's own inventory refresh may have put back the ``reserved``
+        units :meth:`_make_room` took off for the instances still moving.
         :returns: whether anything moved.
         """
-        for attempt in (1, 2):
+        conflicts = refusals = 0
+        while True:
             if source not in (current.get('allocations') or {}):
                 return False
             payload = moved_allocations(current, source, target)
@@ -889,14 +895,22 @@ class Takeover(object):
                 if client.put_allocations(context, consumer, payload):
                     return True
             except nova_exception.AllocationUpdateFailed:
-                if attempt == 2:
+                conflicts += 1
+                if conflicts == 2:
                     raise
                 current = client.get_allocs_for_consumer(context, consumer)
                 continue
-            raise nova_exception.AllocationUpdateFailed(
-                consumer_uuid=consumer,
-                error='placement refused to move it to provider %s'
-                      % target)
+            if make_room is None or refusals:
+                raise nova_exception.AllocationUpdateFailed(
+                    consumer_uuid=consumer,
+                    error='placement refused to move it to provider %s'
+                          % target)
+            refusals += 1
+            LOG.info('Placement refused to move the allocation of '
+                     '%(consumer)s to provider %(target)s: making room '
+                     'again, then one more try',
+                     {'consumer': consumer, 'target': target})
+            make_room()
 
     def _make_room(self, context, client, provider, needed):
         """Lower the adopter's ``reserved`` by the units being adopted.

@@ -965,6 +965,35 @@ def test_room_is_made_on_a_full_adopter(cloud, context):
     assert cloud.placement.invalidated == [(rp(owner), True)]
 
 
+def test_room_is_made_again_when_a_refresh_took_it_back(cloud, context):
+    # The adopter's own inventory refresh lands between the room made for
+    # the moves and the first move: reserved counts the lost host's
+    # instances again, and placement refuses the move for capacity.
+    owner = owner_of(LOST)
+    cloud.placement.provider(rp(owner), total=4, reserved=3)
+    cloud.lose(forced_down=True)
+    cloud.boot(UUIDS[0])
+    cloud.boot(UUIDS[1])
+    cloud.boot(UUIDS[2], host=owner)
+    real_put = cloud.placement.put_allocations
+    refreshed = []
+
+    def refresh_then_put(context, consumer, payload):
+        if not refreshed:
+            refreshed.append(consumer)
+            cloud.placement.inventories[rp(owner)][RC]['reserved'] = 3
+            cloud.placement.generations[rp(owner)] += 1
+        return real_put(context, consumer, payload)
+
+    cloud.placement.put_allocations = refresh_then_put
+    result = cloud.takeover(owner).adopt(context, LOST)
+
+    assert refreshed == [UUIDS[0]]
+    assert result['adopted'] == UUIDS[:2] and result['skipped'] == {}
+    assert cloud.placement.used(rp(owner)) == 3
+    assert cloud.placement.free(rp(owner)) == 0
+
+
 def test_nothing_adopted_calls_nobody_back(cloud, context):
     cloud.lose(forced_down=True)
     called = []
