@@ -945,15 +945,23 @@ def test_a_generation_conflict_is_retried_once(cloud, context, conflicts,
         assert cloud.instances[0].host == LOST
 
 
-def test_room_is_made_on_a_full_adopter(cloud, context):
-    # A full cluster: the adopter's reserved counts the lost host's two
-    # instances and one of a third host; placement would refuse the move.
+def _full_adopter(cloud):
+    """A full cluster; returns the adopter.
+
+    The adopter's reserved counts the lost host's two instances and one
+    of a third host: placement would refuse the move.
+    """
     owner = owner_of(LOST)
     cloud.placement.provider(rp(owner), total=4, reserved=3)
     cloud.lose(forced_down=True)
     cloud.boot(UUIDS[0])
     cloud.boot(UUIDS[1])
     cloud.boot(UUIDS[2], host=owner)
+    return owner
+
+
+def test_room_is_made_on_a_full_adopter(cloud, context):
+    owner = _full_adopter(cloud)
     assert cloud.placement.free(rp(owner)) == 0
 
     result = cloud.takeover(owner).adopt(context, LOST)
@@ -969,12 +977,7 @@ def test_room_is_made_again_when_a_refresh_took_it_back(cloud, context):
     # The adopter's own inventory refresh lands between the room made for
     # the moves and the first move: reserved counts the lost host's
     # instances again, and placement refuses the move for capacity.
-    owner = owner_of(LOST)
-    cloud.placement.provider(rp(owner), total=4, reserved=3)
-    cloud.lose(forced_down=True)
-    cloud.boot(UUIDS[0])
-    cloud.boot(UUIDS[1])
-    cloud.boot(UUIDS[2], host=owner)
+    owner = _full_adopter(cloud)
     real_put = cloud.placement.put_allocations
     refreshed = []
 
