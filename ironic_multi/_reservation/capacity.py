@@ -26,9 +26,20 @@ periodic, and a boot asking for one of those traits would find no valid
 host.  So a departed member's last payload still counts for the shards no
 live member covers yet, for at most ``retain_seconds``.
 
-The sum is computed when the periodic refresh publishes and kept: the
-virt driver reads it under Nova's resource tracker lock, where no network
-round trip belongs.
+A claim is published at once, not at the owner's next refresh: each
+member's payload lists the nodes it claimed lately (``taken``, with the
+shard, the resource class and the time), and the sum counts such a node
+as no longer free wherever its shard's count is older than the claim.
+Every member then sees the cluster's free count drop by one as soon as
+it reads the payload (etcd's watch tells it; see
+:mod:`~.member_watch`), not up to ``pool_refresh_interval`` later.  A
+claim is listed for ``retain_seconds``: by then its shard's owner has
+counted it.  Clocks of the members are assumed in step (NTP), as Nova
+assumes for its services' heartbeats.
+
+The sum is computed when the periodic refresh publishes, and again when
+a claim is published, and kept: the virt driver reads it under Nova's
+resource tracker lock, where no network round trip belongs.
 """
 
 import json
@@ -62,20 +73,28 @@ class CapacityBoard(object):
         self._others = {}
         # {member_id: (payload, monotonic time it was last seen)}
         self._departed = {}
+        # {node uuid: {'shard', 'resource_class', 'at'}}: this member's
+        # recent claims.
+        self._taken = {}
 
-    def publish(self, shard_capacity, traits, extra=None):
+    def publish(self, shard_capacity, traits, extra=None, counted_at=None):
         """Publish this member's counts, then read every member's.
 
         :param shard_capacity: ``{shard: {resource_class: {'total': n,
             'free': n}}}`` of the owned shards.
         :param traits: the traits of the owned shards' usable nodes.
         :param extra: more JSON for the operator CLI (stats, ...).
+        :param counted_at: when the counts were read (``time.time()``);
+            now by default.  A claim made after it is not in the counts.
 
         With the coordination backend down, the other members' last
         payloads are summed with this one's new counts.
         """
-        payload = dict(extra or {}, at=time.time(), shards=shard_capacity,
-                       traits=sorted(traits))
+        with self._lock:
+            taken = self._recent_claims()
+        payload = dict(extra or {}, at=counted_at or time.time(),
+                       shards=shard_capacity, traits=sorted(traits),
+                       taken=taken)
         try:
             self._membership.publish(payload)
             others = {member: other for member, other
@@ -86,14 +105,64 @@ class CapacityBoard(object):
             LOG.warning('Cannot publish capacity; summing with the last '
                         'known counts of the other members: %s', e)
             others = self._others
+        self._sum(payload, others)
+
+    def _sum(self, payload, others):
+        """Sum ``payload`` and the others' payloads; whether it changed."""
         live = [payload, *others.values()]
         departed = self._still_departed(others, live)
         capacity, traits = _sum(
             live + [kept for kept, _seen in departed.values()])
         with self._lock:
+            changed = (capacity != self._capacity
+                       or frozenset(traits) != self._traits)
             self._capacity, self._traits = capacity, frozenset(traits)
             self._payload, self._others = payload, others
             self._departed = departed
+        return changed
+
+    def took(self, node_uuid, shard, resource_class):
+        """Publish that this member claimed ``node_uuid`` just now.
+
+        :returns: whether the cluster's sum changed.
+        :raises CoordinationUnavailable: not published; counted here
+            all the same.
+        """
+        with self._lock:
+            # A claim made again (idempotent) keeps its first time.
+            self._taken.setdefault(node_uuid, {
+                'shard': shard, 'resource_class': resource_class,
+                'at': time.time()})
+            if self._payload is None:
+                return False
+            payload = dict(self._payload, taken=self._recent_claims())
+            others = self._others
+        changed = self._sum(payload, others)
+        self._membership.publish(payload)
+        return changed
+
+    def reread(self):
+        """Read the other members' payloads again and sum them.
+
+        :returns: whether the cluster's sum changed.
+        :raises CoordinationUnavailable: the sum stays as it was.
+        """
+        with self._lock:
+            payload = self._payload
+        if payload is None:
+            return False
+        others = {member: other for member, other
+                  in self._membership.published().items()
+                  if member != self._membership.member_id
+                  and 'shards' in other}
+        return self._sum(payload, others)
+
+    def _recent_claims(self):
+        """This member's claims its shards' owners may not have counted."""
+        oldest = time.time() - self._retain_seconds
+        self._taken = {node: claim for node, claim in self._taken.items()
+                       if claim['at'] >= oldest}
+        return dict(self._taken)
 
     def _still_departed(self, others, live):
         """The departed members' payloads that still count."""
@@ -177,10 +246,26 @@ def _uncovered(payload, live):
 def _sum(payloads):
     freshest = {}
     traits = set()
+    taken = {}
     for payload in payloads:
         traits.update(payload.get('traits') or ())
         at = payload.get('at', 0)
         for shard, counts in (payload.get('shards') or {}).items():
             if shard not in freshest or at > freshest[shard][0]:
                 freshest[shard] = (at, counts)
-    return _add({}, (counts for _at, counts in freshest.values())), traits
+        taken.update(payload.get('taken') or {})
+    totals = _add({}, (counts for _at, counts in freshest.values()))
+    # Free nodes per (shard, class) that a claim may still take off.
+    left = {}
+    for claim in taken.values():
+        shard, rc = claim.get('shard'), claim.get('resource_class')
+        at, counts = freshest.get(shard, (None, {}))
+        if at is None or claim.get('at', 0) <= at:
+            # Counted by the shard's owner since (or not counted at all).
+            continue
+        key = (shard, rc)
+        left.setdefault(key, (counts.get(rc) or {}).get('free', 0))
+        if left[key] > 0:
+            left[key] -= 1
+            totals[rc]['free'] -= 1
+    return totals, traits

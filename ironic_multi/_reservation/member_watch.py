@@ -18,8 +18,9 @@ etcd3 streams every change under a key prefix: a member that joins or
 leaves the group (its key written, or deleted by a clean leave or by the
 expiry of its lease) is seen at once, where the member poll
 (``ring_poll_interval``) sees it up to a poll later.  One stream per
-service, and it wakes its service only for joins and leaves, not for the
-members' payload updates.  Other backends have no watch: the poll alone
+service.  A join or a leave moves the ring; an update of another
+member's payload (a claim it published, its refreshed counts) changes
+the cluster's capacity.  Other backends have no watch: the poll alone
 serves them, and it stays on with the watch too, in case the stream dies
 without a word.
 """
@@ -66,14 +67,23 @@ class MemberWatch(object):
         :class:`~ironic_multi._reservation.membership.Membership`; its
         :meth:`watch_target` says where to watch, if anywhere.
     :param on_change: called in the watch's thread.
+    :param on_payload: called in the watch's thread when a member
+        published a new payload (this one's own included).
     """
 
-    def __init__(self, membership, on_change):
+    def __init__(self, membership, on_change, on_payload=None):
         self._membership = membership
         self._on_change = on_change
+        self._on_payload = on_payload
         self._stopped = threading.Event()
         self._response = None
         self._thread = None
+
+    @property
+    def streaming(self):
+        """Whether the stream is up: changes are seen as they happen."""
+        response = self._response
+        return response is not None and response.ok
 
     def start(self):
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -116,13 +126,20 @@ class MemberWatch(object):
                         'on meanwhile', e, RETRY)
             self._stopped.wait(RETRY)
 
-    def _changed(self):
+    def _changed(self, events):
         # The stream is fine: only the refresh failed (Ironic away...).
+        if any(membership_changed(event) for event in events):
+            follow, what = self._on_change, 'a join or a leave'
+        elif events and self._on_payload is not None:
+            follow, what = self._on_payload, 'a published payload'
+        else:
+            return
         try:
-            self._on_change()
+            follow()
         except Exception as e:
-            LOG.warning('Following a join or a leave in the coordination '
-                        'group failed (%s); the member poll tries again', e)
+            LOG.warning('Following %(what)s in the coordination group '
+                        'failed (%(error)s); the member poll tries again',
+                        {'what': what, 'error': e})
 
     def _stream(self, session, url, prefix):
         request = {'create_request': {'key': _b64(prefix),
@@ -137,9 +154,8 @@ class MemberWatch(object):
                     return
                 if not line.strip():
                     continue
-                events = json.loads(line).get('result', {}).get('events', ())
-                if any(membership_changed(event) for event in events):
-                    self._changed()
+                self._changed(
+                    json.loads(line).get('result', {}).get('events', ()))
         finally:
             self._response = None
             response.close()

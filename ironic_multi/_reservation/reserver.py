@@ -121,6 +121,10 @@ class Reserver(object):
         # own and both publish: the newest answers must not be overwritten.
         self._publish_lock = threading.Lock()
         self._listeners = []
+        self._capacity_listeners = []
+        # Follows every change of the cluster's capacity, one at a time.
+        self._follower = worker_mod.OnDemand(
+            'ironic-multi-capacity-%s' % self.host, self._follow_capacity)
         self._refreshed_at = None
         # What tells this service's consumer from another's (set_consumers).
         self._identity = None
@@ -168,10 +172,13 @@ class Reserver(object):
             for periodic in self._periodics:
                 self._worker.add(*periodic)
             self._worker.start()
+            self._follower.start()
             # Where the backend streams the group's changes, a join or a
-            # leave moves the keys at once, not at the next poll.
-            self._member_watch = member_watch.MemberWatch(self.membership,
-                                                          self.watch_ring)
+            # leave moves the keys at once, not at the next poll, and
+            # another member's claim is counted as it is published.
+            self._member_watch = member_watch.MemberWatch(
+                self.membership, self.watch_ring,
+                on_payload=self._others_published)
             self._member_watch.start()
 
     def add_periodic(self, name, function, interval):
@@ -207,6 +214,7 @@ class Reserver(object):
         if self._member_watch is not None:
             self._member_watch.stop()
             self._member_watch = None
+        self._follower.stop()
         self.membership.stop()
         if self._worker is not None:
             self._worker.stop()
@@ -235,6 +243,30 @@ class Reserver(object):
         """
         self._listeners.append(listener)
 
+    def on_capacity_change(self, listener):
+        """Call ``listener(reserver)`` when the cluster's capacity changed.
+
+        After each refresh, and as soon as a claim of any member is
+        published, in a thread of its own, never twice at once: for the
+        virt driver to tell placement at once rather than at Nova's next
+        periodic.  Only before :meth:`start`.
+        """
+        self._capacity_listeners.append(listener)
+
+    def _follow_capacity(self):
+        for listener in self._capacity_listeners:
+            listener(self)
+
+    def _others_published(self):
+        """Another member's payload changed: sum again, follow a change."""
+        try:
+            changed = self.capacity.reread()
+        except exception.CoordinationUnavailable as e:
+            LOG.debug('Cannot read the payloads of the group: %s', e)
+            return
+        if changed:
+            self._follower.ask()
+
     def watch_ring(self):
         """Refresh at once when a host joined or left the ring.
 
@@ -250,6 +282,10 @@ class Reserver(object):
             LOG.debug('Ring watch: %s', e)
             return False
         if hosts == self.ring.hosts:
+            watch = self._member_watch
+            if watch is None or not watch.streaming:
+                # No stream tells of the other members' claims.
+                self._others_published()
             return False
         LOG.info('Ring hosts changed (%(before)d to %(after)d): refreshing '
                  'now', {'before': len(self.ring.hosts),
@@ -275,6 +311,8 @@ class Reserver(object):
                 self.ring.refresh(keys)
             except exception.CoordinationUnavailable as e:
                 LOG.warning('Keeping the last shard ring: %s', e)
+            # A claim after this is not in the counts: see capacity.py.
+            counted_at = time.time()
             read = self.provider.refresh(self.ring.owned())
             owned = self.ring.owned()
             self._refreshed_at = time.time()
@@ -287,9 +325,11 @@ class Reserver(object):
                                  'waiting': self.throttle.waiting},
                      'leads': self.leadership.leading,
                      'pool': self.provider.describe(),
-                     'answers': self.desk.answers, **self._extra})
+                     'answers': self.desk.answers, **self._extra},
+                    counted_at=counted_at)
             for listener in self._listeners:
                 listener(self)
+        self._follower.ask()
         return read
 
     # -- operator requests ------------------------------------------------
@@ -504,9 +544,25 @@ class Reserver(object):
         :param deployment: what :meth:`deploy` will get next, if known:
             the provider may write it with the claim.
 
-        See :class:`~.claims.ClaimStrategy`.
+        See :class:`~.claims.ClaimStrategy`.  The claim is published to
+        the group at once: every member counts its node as taken.
         """
-        return self._claims.claim(instance_uuid, requirements, deployment)
+        reservation = self._claims.claim(instance_uuid, requirements,
+                                         deployment)
+        self._announce(reservation)
+        return reservation
+
+    def _announce(self, reservation):
+        try:
+            with self._publish_lock:
+                self.capacity.took(reservation.node_uuid, reservation.shard,
+                                   reservation.resource_class)
+        except exception.CoordinationUnavailable as e:
+            LOG.warning('Cannot publish the claim of node %(node)s: the '
+                        'other members count it at its owner\'s next '
+                        'refresh (%(error)s)',
+                        {'node': reservation.node_uuid, 'error': e})
+        self._follower.ask()
 
     def release(self, instance_uuid):
         """Release the node of ``instance_uuid``; idempotent.

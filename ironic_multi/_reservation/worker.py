@@ -153,3 +153,45 @@ class Worker(object):
             LOG.warning('Periodic work of %(name)s still running %(seconds)s '
                         's after the stop; it ends on its own',
                         {'name': self._name, 'seconds': self._stop_timeout})
+
+
+class OnDemand(object):
+    """Runs ``function()`` in a daemon thread each time it is asked to.
+
+    Asks that come while a pass runs are served by one more pass after
+    it: a burst of asks costs two passes, not one per ask, and the last
+    ask is always followed by a pass that started after it.
+
+    :param name: the name of its thread.
+    :param function: what to run; its failures are logged like a
+        periodic's.
+    """
+
+    def __init__(self, name, function):
+        self._name = name
+        self._run = _guarded(name, function)
+        self._asked = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name=self._name,
+                                        daemon=True)
+        self._thread.start()
+
+    def ask(self):
+        """Run a pass soon; returns at once."""
+        self._asked.set()
+
+    def stop(self):
+        """No pass starts after it; a running one ends on its own."""
+        self._stopped.set()
+        self._asked.set()
+
+    def _loop(self):
+        while True:
+            self._asked.wait()
+            if self._stopped.is_set():
+                return
+            self._asked.clear()
+            self._run()

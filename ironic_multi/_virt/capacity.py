@@ -44,10 +44,14 @@ no free node away from the scheduler::
     reserved = nodes - free - (used - idle)   (clamped to 0..nodes)
 """
 
+import copy
 import re
 
+from nova.compute import resource_tracker
 from nova import context as nova_context
+from nova import exception as nova_exception
 from nova import objects
+from nova import utils as nova_utils
 import os_traits
 from oslo_log import log as logging
 
@@ -160,6 +164,68 @@ def inventory(cluster, used, idle=None):
             'allocation_ratio': 1.0,
         }
     return result
+
+
+# Placement microversion of the inventory calls (reserved may equal total).
+INVENTORY_VERSION = '1.26'
+# Writes of one inventory: a write that conflicts (an allocation moved
+# the provider's generation) is read and written again.
+_WRITES = 3
+
+
+def change_inventory(client, context, provider, change):
+    """Read a provider's inventory, ``change`` it, write it back.
+
+    Read from placement, not from the report client's cache: the
+    provider's generation moves with every allocation against it.  The
+    cache is dropped after a write, so that the resource tracker reads
+    the provider afresh rather than writing with an old generation.
+
+    :param client: Nova's SchedulerReportClient.
+    :param change: ``change(inventories)`` returns the inventories to
+        write (``{resource class: inventory}``), or None for no change.
+    :returns: whether placement's inventory was written.
+    :raises ResourceProviderUpdateFailed: placement refused it, or could
+        not be read.
+    """
+    url = '/resource_providers/%s/inventories' % provider
+    for attempt in range(1, _WRITES + 1):
+        got = client.get(url, version=INVENTORY_VERSION,
+                         global_request_id=context.global_id)
+        if not got:
+            raise nova_exception.ResourceProviderUpdateFailed(
+                url=url, error='HTTP %s reading it' % got.status_code)
+        body = got.json()
+        inventories = change(copy.deepcopy(body['inventories']))
+        if inventories is None or inventories == body['inventories']:
+            return False
+        put = client.put(url, {
+            'resource_provider_generation':
+                body['resource_provider_generation'],
+            'inventories': inventories},
+            version=INVENTORY_VERSION, global_request_id=context.global_id)
+        if put.status_code == 200:
+            client.invalidate_resource_provider(provider, cacheonly=True)
+            return True
+        if put.status_code != 409 or attempt == _WRITES:
+            raise nova_exception.ResourceProviderUpdateFailed(
+                url=url, error='HTTP %s %s' % (put.status_code, put.text))
+        LOG.debug('Inventory of provider %s changed while it was written; '
+                  'reading it again', provider)
+
+
+# Nova's resource tracker updates placement under this lock: a write from
+# here never races one of its own.
+@nova_utils.synchronized(resource_tracker.COMPUTE_RESOURCE_SEMAPHORE,
+                         fair=True)
+def tell_placement(client, context, provider, inventory):
+    """Set the compute node's inventory in placement now.
+
+    :returns: whether it had to change.
+    :raises ResourceProviderUpdateFailed: see :func:`change_inventory`.
+    """
+    return change_inventory(client, context, provider,
+                            lambda current: inventory)
 
 
 def provider_traits(current, node_traits):

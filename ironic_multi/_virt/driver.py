@@ -101,6 +101,9 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._reserver = reserver
         self._instances = None
         self._inventory = None
+        # Whether the resource tracker reported this compute node once:
+        # before that, placement may not know its provider yet.
+        self._reported = False
         self._takeover = None
         self._left_tasks = None
         # Whether the upgrade's ownership marks are done.
@@ -136,6 +139,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._reserver.set_consumers(consumers.instance_states,
                                      identity=consumers.identity())
         self._reserver.on_refresh(self._refresh_inventory)
+        self._reserver.on_capacity_change(self._tell_placement)
         self._takeover = takeover.Takeover(
             self._reserver, host, CONF,
             # The compute manager's placement client, whose provider cache
@@ -262,6 +266,31 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                                              used, idle)
         reserver.publish_extra(inventory=self._inventory)
 
+    def _tell_placement(self, reserver):
+        """Tell placement the cluster's capacity now, not at the periodic.
+
+        A claim by any member takes a node off every provider's free
+        count; left to Nova's ``update_available_resource`` (every 60 s by
+        default), the other providers would offer it meanwhile, and a
+        build sent there would have to reschedule.
+        """
+        client = getattr(self.virtapi, 'reportclient', None)
+        if client is None or not self._reported:
+            return
+        self._refresh_inventory(reserver)
+        try:
+            told = capacity.tell_placement(
+                client, nova_context.get_admin_context(),
+                host_mod.compute_node_uuid(self._host), self._inventory)
+        except Exception as e:
+            LOG.warning('Cannot tell placement the cluster\'s capacity now '
+                        '(%s); the next periodic update of the resources '
+                        'does', e)
+            return
+        if told:
+            LOG.debug('Told placement the cluster\'s capacity: %s',
+                      self._inventory)
+
     def _idle(self, reserver, allocations):
         """The consumers whose allocation holds no node, and never will.
 
@@ -292,6 +321,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         if self._inventory is None:
             self._refresh_inventory(self._reserver)
         provider_tree.update_inventory(nodename, self._inventory)
+        self._reported = True
         provider_tree.update_traits(nodename, capacity.provider_traits(
             provider_tree.data(nodename).traits,
             self._reserver.cluster_traits()))

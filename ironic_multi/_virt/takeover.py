@@ -119,6 +119,7 @@ import tooz
 
 from ironic_multi._reservation import leader
 from ironic_multi._reservation import membership as membership_mod
+from ironic_multi._virt import capacity
 from ironic_multi._virt import host as host_mod
 from ironic_multi._virt import migration
 from ironic_multi import exception
@@ -134,8 +135,6 @@ LOCK_NAME = 'takeover.%s'
 # find nothing left to adopt); the periodic task itself never waits.
 REQUEST_LOCK_WAIT = 5
 LOCK_RETRY = 0.25
-# Placement microversion of the inventory calls (reserved may equal total).
-INVENTORY_VERSION = '1.26'
 # The reason in the fault of a task that a takeover ended.
 _LOST = 'compute host %s was lost (%s) during %s'
 # The fields of a Nova instance that an adoption moves.
@@ -925,18 +924,8 @@ class Takeover(object):
         """
         if not needed:
             return
-        url = '/resource_providers/%s/inventories' % provider
-        for attempt in (1, 2):
-            got = client.get(url, version=INVENTORY_VERSION,
-                             global_request_id=context.global_id)
-            if not got:
-                LOG.warning('Cannot read the inventory of provider '
-                            '%(provider)s: HTTP %(status)s',
-                            {'provider': provider,
-                             'status': got.status_code})
-                return
-            body = got.json()
-            inventories = body['inventories']
+
+        def lowered(inventories):
             changed = False
             for resource_class, units in sorted(needed.items()):
                 inventory = inventories.get(resource_class)
@@ -944,24 +933,14 @@ class Takeover(object):
                     inventory['reserved'] = max(
                         0, inventory['reserved'] - units)
                     changed = True
-            if not changed:
-                return
-            put = client.put(url, {
-                'resource_provider_generation':
-                    body['resource_provider_generation'],
-                'inventories': inventories},
-                version=INVENTORY_VERSION,
-                global_request_id=context.global_id)
-            if put.status_code == 200:
-                # The compute manager's cache holds the old generation.
-                client.invalidate_resource_provider(provider, cacheonly=True)
-                return
-            if put.status_code != 409 or attempt == 2:
-                LOG.warning('Cannot make room on provider %(provider)s for '
-                            'the adopted instances: HTTP %(status)s %(text)s',
-                            {'provider': provider,
-                             'status': put.status_code, 'text': put.text})
-                return
+            return inventories if changed else None
+
+        try:
+            capacity.change_inventory(client, context, provider, lowered)
+        except nova_exception.ResourceProviderUpdateFailed as e:
+            LOG.warning('Cannot make room on provider %(provider)s for the '
+                        'adopted instances: %(error)s',
+                        {'provider': provider, 'error': e})
 
     def client(self):
         client = self._report_client

@@ -14,9 +14,9 @@
 
 """The watch on the group's members, on a real etcd.
 
-A join and a leave wake the watching service within a fraction of a
-second (the member poll would see them up to ``ring_poll_interval``
-later); a member's payload updates do not wake it.
+A join and a leave wake the watching service's ring within a fraction of
+a second (the member poll would see them up to ``ring_poll_interval``
+later); a member's payload updates wake its capacity sum instead.
 """
 
 import threading
@@ -50,13 +50,13 @@ class Seen(object):
         return len(self.times)
 
 
-def test_joins_and_leaves_wake_the_watch_and_updates_do_not(
+def test_joins_and_leaves_wake_the_ring_and_updates_the_sum(
         etcd, record_property):
     group = 'watch-%s' % uuid.uuid4().hex[:8]
     watcher = membership.Membership(etcd, group, TIMEOUT, host='watcher')
     watcher.start()
-    seen = Seen()
-    watch = member_watch.MemberWatch(watcher, seen)
+    seen, published = Seen(), Seen()
+    watch = member_watch.MemberWatch(watcher, seen, on_payload=published)
     watch.start()
     other = membership.Membership(etcd, group, TIMEOUT, host='other')
     try:
@@ -68,10 +68,13 @@ def test_joins_and_leaves_wake_the_watch_and_updates_do_not(
         count = seen.after(count, joined, lambda s: record_property(
             'join_to_watch_seconds', round(s, 3)))
 
+        updated = time.time()
         for payload in range(5):
             other.publish({'payload': payload})
+        published.after(0, updated, lambda s: record_property(
+            'payload_to_watch_seconds', round(s, 3)))
         time.sleep(1)
-        assert len(seen.times) == count, 'a payload update woke the watch'
+        assert len(seen.times) == count, 'a payload update moved the ring'
 
         left = time.time()
         other.stop()

@@ -36,6 +36,8 @@ def test_the_range_covers_the_prefix():
 
 
 class _Response(object):
+    ok = True
+
     def __init__(self, lines):
         self.lines = lines
         self.closed = False
@@ -74,9 +76,10 @@ class _Membership(object):
         return self.session, 'http://etcd/v3/watch', b'tooz/groups/g/'
 
 
-def _watch_until(session, on_change, event):
+def _watch_until(session, on_change, event, on_payload=None):
     """Watch ``session``'s stream until ``event`` is set; then stop."""
-    watch = member_watch.MemberWatch(_Membership(session), on_change)
+    watch = member_watch.MemberWatch(_Membership(session), on_change,
+                                     on_payload=on_payload)
     watch.start()
     try:
         assert event.wait(5)
@@ -123,3 +126,29 @@ def test_a_failed_refresh_keeps_the_stream(caplog):
     assert calls == [1, 1]
     assert any('Following a join or a leave' in r.message
                for r in caplog.records)
+
+
+def test_a_payload_update_wakes_the_payload_follower_only():
+    update = json.dumps({'result': {'events': [
+        {'kv': {'version': '7'}}]}}).encode()
+    leave = json.dumps({'result': {'events': [
+        {'type': 'DELETE', 'kv': {}}]}}).encode()
+    session = _Session(failures=0, lines=[update, update, leave])
+    seen = []
+    done = threading.Event()
+
+    def left():
+        seen.append('ring')
+        done.set()
+
+    _watch_until(session, left, done,
+                 on_payload=lambda: seen.append('payload'))
+    assert seen == ['payload', 'payload', 'ring']
+
+
+def test_it_is_streaming_only_while_the_stream_is_up():
+    session = _Session(failures=0, lines=[])
+    watch = member_watch.MemberWatch(_Membership(session), lambda: None)
+    assert not watch.streaming
+    watch._response = _Response([])
+    assert watch.streaming

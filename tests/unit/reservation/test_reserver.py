@@ -196,6 +196,57 @@ class TestCapacity:
         assert a.capacity.published().keys() == {a.membership.member_id}
 
 
+class TestClaimsCountedAtOnce:
+    """A claim is in every member's sum before any refresh."""
+
+    FULL = 2 * len(SHARDS)
+
+    def test_the_other_member_counts_a_claim_at_its_next_look(
+            self, cluster):
+        a, b = cluster['a'], cluster['b']
+        with mock.patch.object(a._follower, 'ask') as asked:
+            a.claim('i1', _gold())
+        asked.assert_called_once_with()
+        assert a.cluster_capacity()['gold']['free'] == self.FULL - 1
+        # b's ring poll (file:// has no stream) reads the payloads.
+        with mock.patch.object(b._follower, 'ask') as asked:
+            assert b.watch_ring() is False
+        asked.assert_called_once_with()
+        assert b.cluster_capacity()['gold']['free'] == self.FULL - 1
+        # Nothing new: no follow.
+        with mock.patch.object(b._follower, 'ask') as asked:
+            b.watch_ring()
+        asked.assert_not_called()
+
+    def test_a_claim_in_another_members_shard_is_counted_once(
+            self, cluster):
+        a, b = cluster['a'], cluster['b']
+        own = 2 * len(a.owned_shards())
+        for number in range(own + 1):
+            held = a.claim('i%d' % number, _gold())
+        # The last one came from b's shards: b's count still has it free.
+        assert held.shard in b.owned_shards()
+        b.watch_ring()
+        for reserver in (a, b):
+            assert reserver.cluster_capacity()['gold']['free'] == (
+                self.FULL - own - 1)
+        # Once the owners counted them, the claims no longer subtract.
+        for reserver in (b, a, b):
+            reserver.refresh()
+        for reserver in (a, b):
+            assert reserver.cluster_capacity()['gold']['free'] == (
+                self.FULL - own - 1)
+
+    def test_a_claim_published_while_the_backend_is_away_counts_here(
+            self, cluster):
+        a = cluster['a']
+        down = exception.CoordinationUnavailable(url='file://x',
+                                                 reason='gone')
+        with mock.patch.object(a.membership, 'publish', side_effect=down):
+            a.claim('i1', _gold())
+        assert a.cluster_capacity()['gold']['free'] == self.FULL - 1
+
+
 class TestRingWatch:
 
     def test_a_host_that_leaves_moves_its_keys_at_once(self, cluster):
@@ -255,6 +306,56 @@ def test_a_departed_members_capacity_counts_for_a_bounded_time():
         board.publish({'s0': gold}, set())
     assert board.cluster_capacity()['gold']['total'] == 2
     assert board.cluster_traits() == frozenset()
+
+
+def test_claims_subtract_no_more_than_their_shard_counted_free():
+    membership = _Membership()
+    board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
+    membership.payloads['other'] = {
+        'at': time.time() - 10,
+        'shards': {'s1': {'gold': {'total': 3, 'free': 1}}}}
+    board.publish({'s0': {'gold': {'total': 2, 'free': 2}}}, set())
+    assert board.took('n1', 's1', 'gold') is True
+    # The owner's count had one free node in s1: a second claim there
+    # came from a node the count did not have free.
+    assert board.took('n2', 's1', 'gold') is False
+    assert board.cluster_capacity() == {'gold': {'total': 5, 'free': 2}}
+    assert set(membership.payloads['me']['taken']) == {'n1', 'n2'}
+    # The same claim made again counts once.
+    assert board.took('n1', 's1', 'gold') is False
+
+
+def test_a_claim_stops_counting_once_its_shard_was_counted_after_it():
+    membership = _Membership()
+    board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
+    board.publish({'s0': {'gold': {'total': 2, 'free': 2}}}, set())
+    board.took('n1', 's0', 'gold')
+    assert board.cluster_capacity()['gold']['free'] == 1
+    # Counted before the claim: the claim still subtracts.
+    board.publish({'s0': {'gold': {'total': 2, 'free': 2}}}, set(),
+                  counted_at=time.time() - 5)
+    assert board.cluster_capacity()['gold']['free'] == 1
+    # Counted after it: the count says it all.
+    board.publish({'s0': {'gold': {'total': 2, 'free': 1}}}, set())
+    assert board.cluster_capacity()['gold']['free'] == 1
+    # And after retain_seconds the claim is no longer published.
+    later = time.time() + 61
+    with mock.patch.object(capacity_mod.time, 'time', return_value=later):
+        board.publish({'s0': {'gold': {'total': 2, 'free': 1}}}, set())
+    assert membership.payloads['me']['taken'] == {}
+
+
+def test_another_members_claim_is_read_again_on_demand():
+    membership = _Membership()
+    board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
+    board.publish({'s0': {'gold': {'total': 2, 'free': 2}}}, set())
+    assert board.reread() is False
+    membership.payloads['other'] = {
+        'at': time.time(), 'shards': {},
+        'taken': {'n1': {'shard': 's0', 'resource_class': 'gold',
+                         'at': time.time() + 1}}}
+    assert board.reread() is True
+    assert board.cluster_capacity()['gold']['free'] == 1
 
 
 def test_unknown_provider_is_a_typed_error():

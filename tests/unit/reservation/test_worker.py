@@ -161,3 +161,55 @@ def test_two_concurrent_stops_stop_it_once_without_error():
     assert not thread.is_alive()
     assert len(calls) == 1
     worker.stop()  # and once more, when stopped: nothing to do
+
+
+def test_asks_during_a_pass_make_one_more_pass():
+    started, release = threading.Event(), threading.Event()
+    runs = []
+
+    def follow():
+        runs.append(time.monotonic())
+        started.set()
+        release.wait(5)
+
+    on_demand = worker_mod.OnDemand('test-on-demand', follow)
+    on_demand.start()
+    try:
+        on_demand.ask()
+        assert started.wait(5)
+        started.clear()
+        for _ in range(5):
+            on_demand.ask()
+        release.set()
+        assert started.wait(5)
+        # The five asks came during the first pass: one pass serves them.
+        time.sleep(0.2)
+        assert len(runs) == 2
+    finally:
+        on_demand.stop()
+    on_demand._thread.join(5)
+    assert not on_demand._thread.is_alive()
+
+
+def test_a_failing_pass_does_not_end_it(caplog):
+    runs = []
+    again = threading.Event()
+
+    def follow():
+        runs.append(1)
+        if len(runs) == 1:
+            raise RuntimeError('placement is away')
+        again.set()
+
+    on_demand = worker_mod.OnDemand('test-on-demand', follow)
+    on_demand.start()
+    try:
+        on_demand.ask()
+        deadline = time.monotonic() + 5
+        while not runs and time.monotonic() < deadline:
+            time.sleep(0.01)
+        on_demand.ask()
+        assert again.wait(5)
+    finally:
+        on_demand.stop()
+    assert any('test-on-demand failed' in r.message for r in caplog.records)

@@ -73,6 +73,7 @@ class FakeReserver(object):
         self.started = self.stopped = False
         self.consumers = None
         self.listeners = []
+        self.capacity_listeners = []
         self.extra = {}
         self.health = FakeHealth()
         self.handlers = {}
@@ -124,6 +125,9 @@ class FakeReserver(object):
 
     def on_refresh(self, listener):
         self.listeners.append(listener)
+
+    def on_capacity_change(self, listener):
+        self.capacity_listeners.append(listener)
 
     def publish_extra(self, **fields):
         self.extra.update(fields)

@@ -13,6 +13,10 @@
 #    under the License.
 
 
+import copy
+from unittest import mock
+
+from nova import exception as nova_exception
 import pytest
 
 from ironic_multi._virt import capacity
@@ -158,3 +162,58 @@ def test_provider_traits_keeps_nova_traits_and_replaces_the_rest():
     assert capacity.provider_traits(current, nodes) == {
         'COMPUTE_NODE', 'COMPUTE_STATUS_DISABLED', 'OWNER_NOVA',
         'CUSTOM_GPU', 'HW_CPU_X86_AVX2'}
+
+
+class _Inventories(object):
+    """Placement's inventory of one provider: answers GET and PUT."""
+
+    def __init__(self, puts):
+        self.generation = 1
+        self.inventories = {BM: {'total': 4, 'reserved': 0}}
+        self.puts = list(puts)
+        self.written = []
+        self.invalidated = []
+
+    def get(self, url, version=None, global_request_id=None):
+        answer = mock.MagicMock(status_code=200)  # true, as a 200 is
+        answer.json.return_value = {
+            'resource_provider_generation': self.generation,
+            'inventories': copy.deepcopy(self.inventories)}
+        return answer
+
+    def put(self, url, body, version=None, global_request_id=None):
+        self.written.append(body)
+        status = self.puts.pop(0)
+        if status == 200:
+            self.inventories = body['inventories']
+            self.generation += 1
+        return mock.Mock(status_code=status, text='conflict or worse')
+
+    def invalidate_resource_provider(self, uuid, cacheonly=False):
+        self.invalidated.append((uuid, cacheonly))
+
+
+def test_an_inventory_written_during_a_conflict_is_read_and_written_again():
+    placement = _Inventories([409, 200])
+    wanted = {BM: {'total': 4, 'reserved': 3}}
+    assert capacity.change_inventory(placement, mock.Mock(), 'rp-1',
+                                     lambda current: wanted) is True
+    assert placement.inventories == wanted
+    assert [w['resource_provider_generation']
+            for w in placement.written] == [1, 1]
+    # The report client's cache holds the old generation: dropped.
+    assert placement.invalidated == [('rp-1', True)]
+    # Nothing to change: nothing written.
+    assert capacity.change_inventory(placement, mock.Mock(), 'rp-1',
+                                     lambda current: wanted) is False
+    assert len(placement.written) == 2
+
+
+@pytest.mark.parametrize('puts', [[400], [409, 409, 409]])
+def test_an_inventory_placement_refuses_is_a_typed_error(puts):
+    placement = _Inventories(puts)
+    with pytest.raises(nova_exception.ResourceProviderUpdateFailed):
+        capacity.change_inventory(placement, mock.Mock(), 'rp-1',
+                                  lambda current: {BM: {'total': 1}})
+    assert len(placement.written) == len(puts)
+    assert placement.inventories == {BM: {'total': 4, 'reserved': 0}}

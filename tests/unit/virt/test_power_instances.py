@@ -27,6 +27,7 @@ from ironic_multi._reservation.providers import base
 from ironic_multi._virt import capacity
 from ironic_multi._virt import consumers
 from ironic_multi._virt import driver
+from ironic_multi._virt import host
 from ironic_multi import exception
 from tests.unit.virt import fakes
 
@@ -427,6 +428,38 @@ def test_update_provider_tree_follows_the_refreshes(drv, reserver, tree):
     assert inventory['CUSTOM_BAREMETAL']['total'] == 12
     assert inventory['CUSTOM_BAREMETAL']['reserved'] == 0
     assert inventory['CUSTOM_GOLD']['reserved'] == 1
+
+
+def _follow(drv, reserver):
+    for listener in reserver.capacity_listeners:
+        listener(reserver)
+
+
+def test_a_capacity_change_is_told_to_placement_once_reported(
+        drv, reserver, tree, caplog):
+    _placement(drv, ['i-1'])
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+    with mock.patch.object(capacity, 'change_inventory',
+                           return_value=True) as change, \
+            mock.patch.object(consumers, 'given_up', return_value=set()):
+        # Before the resource tracker reported the node: placement may
+        # not know its provider yet.
+        _follow(drv, reserver)
+        change.assert_not_called()
+        drv.update_provider_tree(tree, fakes.HOST)
+        reserver.cluster = {'baremetal': {'total': 10, 'free': 3}}
+        _follow(drv, reserver)
+        (client, _context, provider, wanted), _ = change.call_args
+        assert (client, provider) == (
+            drv.virtapi.reportclient, host.compute_node_uuid(fakes.HOST))
+        # 7 nodes taken, one of them by this host's instance.
+        assert wanted({})['CUSTOM_BAREMETAL']['reserved'] == 6
+        # Placement away: logged, nothing raised; the periodic tells it.
+        change.side_effect = nova_exception.ResourceProviderUpdateFailed(
+            url='/resource_providers', error='HTTP 503')
+        _follow(drv, reserver)
+    assert any('Cannot tell placement' in r.message
+               for r in caplog.records if r.levelname == 'WARNING')
 
 
 # -- diagnostics --------------------------------------------------------------
