@@ -253,6 +253,10 @@ class Reserver(object):
         """
         self._capacity_listeners.append(listener)
 
+    def capacity_changed(self):
+        """Have the capacity listeners follow a change seen elsewhere."""
+        self._follower.ask()
+
     def _follow_capacity(self):
         for listener in self._capacity_listeners:
             listener(self)

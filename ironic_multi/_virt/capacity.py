@@ -47,11 +47,9 @@ no free node away from the scheduler::
 import copy
 import re
 
-from nova.compute import resource_tracker
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
-from nova import utils as nova_utils
 import os_traits
 from oslo_log import log as logging
 
@@ -94,21 +92,40 @@ def allocations_in_placement(client, provider_uuid):
     :param client: Nova's SchedulerReportClient (the compute manager's).
     :returns: None when placement cannot say (logged at DEBUG).
     """
-    url = '/resource_providers/%s/allocations' % provider_uuid
+    found = _read(client, provider_uuid, 'allocations')
+    if found is None:
+        return None
+    return {consumer: dict(allocation.get('resources') or {})
+            for consumer, allocation in found.items()}
+
+
+def usages_in_placement(client, provider_uuid):
+    """``{resource class: units}`` placement counts used, or None.
+
+    One small read: what :func:`allocations_in_placement` adds up.
+    """
+    found = _read(client, provider_uuid, 'usages')
+    if found is None:
+        return None
+    return {name: units for name, units in found.items() if units}
+
+
+def _read(client, provider_uuid, what):
+    """The ``what`` of ``GET /resource_providers/{uuid}/{what}``, or None."""
+    url = '/resource_providers/%s/%s' % (provider_uuid, what)
     try:
         answer = client.get(url)
     except Exception as e:
-        LOG.debug('Cannot read the allocations against provider '
-                  '%(provider)s: %(error)s',
-                  {'provider': provider_uuid, 'error': e})
+        LOG.debug('Cannot read the %(what)s of provider %(provider)s: '
+                  '%(error)s',
+                  {'what': what, 'provider': provider_uuid, 'error': e})
         return None
     if not answer:
-        LOG.debug('Cannot read the allocations against provider '
-                  '%(provider)s: HTTP %(status)s',
-                  {'provider': provider_uuid, 'status': answer.status_code})
+        LOG.debug('Cannot read the %(what)s of provider %(provider)s: '
+                  'HTTP %(status)s', {'what': what, 'provider': provider_uuid,
+                                      'status': answer.status_code})
         return None
-    return {consumer: dict(allocation.get('resources') or {})
-            for consumer, allocation in answer.json()['allocations'].items()}
+    return answer.json()[what]
 
 
 def add_up(allocations):
@@ -177,9 +194,10 @@ def change_inventory(client, context, provider, change):
     """Read a provider's inventory, ``change`` it, write it back.
 
     Read from placement, not from the report client's cache: the
-    provider's generation moves with every allocation against it.  The
-    cache is dropped after a write, so that the resource tracker reads
-    the provider afresh rather than writing with an old generation.
+    provider's generation moves with every allocation against it.
+    Written without the resource tracker's lock, which its builds hold
+    for most of a second each in a burst; the generation keeps the two
+    writers apart (a conflict is read and written again).
 
     :param client: Nova's SchedulerReportClient.
     :param change: ``change(inventories)`` returns the inventories to
@@ -205,7 +223,7 @@ def change_inventory(client, context, provider, change):
             'inventories': inventories},
             version=INVENTORY_VERSION, global_request_id=context.global_id)
         if put.status_code == 200:
-            client.invalidate_resource_provider(provider, cacheonly=True)
+            _keep_cache_in_step(client, provider, put.json())
             return True
         if put.status_code != 409 or attempt == _WRITES:
             raise nova_exception.ResourceProviderUpdateFailed(
@@ -214,10 +232,21 @@ def change_inventory(client, context, provider, change):
                   'reading it again', provider)
 
 
-# Nova's resource tracker updates placement under this lock: a write from
-# here never races one of its own.
-@nova_utils.synchronized(resource_tracker.COMPUTE_RESOURCE_SEMAPHORE,
-                         fair=True)
+def _keep_cache_in_step(client, provider, written):
+    """Put what was written into the report client's provider cache.
+
+    The resource tracker's next update then finds nothing to change
+    (rather than a conflict, which Nova logs as an error).  The cache is
+    not dropped: the resource tracker may be reading it in another
+    thread.  Its generation is left as it was, older than placement's: a
+    write of an inventory the resource tracker computed before this one
+    then conflicts and is redone, instead of undoing this one.
+    """
+    tree = getattr(client, '_provider_tree', None)
+    if tree is not None and tree.exists(provider):
+        tree.update_inventory(provider, written['inventories'])
+
+
 def tell_placement(client, context, provider, inventory):
     """Set the compute node's inventory in placement now.
 

@@ -104,6 +104,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         # Whether the resource tracker reported this compute node once:
         # before that, placement may not know its provider yet.
         self._reported = False
+        # What placement counted used when the inventory was computed.
+        self._used = None
         self._takeover = None
         self._left_tasks = None
         # Whether the upgrade's ownership marks are done.
@@ -140,6 +142,10 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                                      identity=consumers.identity())
         self._reserver.on_refresh(self._refresh_inventory)
         self._reserver.on_capacity_change(self._tell_placement)
+        # What placement counts used on this provider moves without any
+        # claim: a build that failed here leaves with its allocation.
+        self._reserver.add_periodic('placement usages', self._follow_usages,
+                                    CONF.ironic_multi.ring_poll_interval)
         self._takeover = takeover.Takeover(
             self._reserver, host, CONF,
             # The compute manager's placement client, whose provider cache
@@ -262,6 +268,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             idle = capacity.add_up(
                 allocations[uuid] for uuid in self._idle(reserver,
                                                          allocations))
+        self._used = used
         self._inventory = capacity.inventory(reserver.cluster_capacity(),
                                              used, idle)
         reserver.publish_extra(inventory=self._inventory)
@@ -290,6 +297,23 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         if told:
             LOG.debug('Told placement the cluster\'s capacity: %s',
                       self._inventory)
+
+    def _follow_usages(self):
+        """Compute the inventory again when placement's usage moved.
+
+        ``reserved`` hides what the cluster uses, less this provider's
+        usage as it was: an allocation that left since (a build that
+        failed here, rescheduled or given up) would show one node free
+        that is not, until the next periodic.  One small read per
+        ``ring_poll_interval``.
+        """
+        client = getattr(self.virtapi, 'reportclient', None)
+        if client is None or not self._reported:
+            return
+        usages = capacity.usages_in_placement(
+            client, host_mod.compute_node_uuid(self._host))
+        if usages is not None and usages != self._used:
+            self._reserver.capacity_changed()
 
     def _idle(self, reserver, allocations):
         """The consumers whose allocation holds no node, and never will.

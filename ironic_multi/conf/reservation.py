@@ -76,7 +76,13 @@ OPTS = [
              'to the others within about this long.  Each service makes '
              'one small read per interval.  On etcd3 a watch on the '
              'group\'s keys sees a join or a leave at once as well; the '
-             'poll stays on in case its stream breaks.'),
+             'poll stays on in case its stream breaks.  On other backends '
+             'each poll also reads the members\' payloads, so that a node '
+             'another service claimed leaves this service\'s inventory in '
+             'placement within about this long (etcd3\'s watch streams '
+             'them).  The virt driver reads its provider\'s usages in '
+             'placement as often, and tells placement its inventory again '
+             'when they moved.'),
     cfg.IntOpt(
         'pool_full_refresh_interval',
         default=600,

@@ -25,6 +25,10 @@ import uuid
 
 from ironic_multi._reservation import member_watch
 from ironic_multi._reservation import membership
+from ironic_multi._reservation import requirements
+from ironic_multi._reservation import reserver as reserver_mod
+from ironic_multi.testing import reservers as test_reservers
+from ironic_multi.testing import static_nodes
 from tests.functional.waiting import wait_for
 
 TIMEOUT = 10
@@ -101,3 +105,40 @@ def test_a_backend_without_a_watch_leaves_it_to_the_poll(tmp_path):
         assert not watch._thread.is_alive()
     finally:
         member.stop()
+
+
+def test_a_claim_reaches_the_other_members_sum_through_the_watch(
+        etcd, tmp_path, record_property):
+    """Two services on etcd: the one that did not claim follows at once.
+
+    No refresh (an hour apart) and a member poll slower than the bound:
+    only the watch can tell it.
+    """
+    inventory = static_nodes.StaticInventory(tmp_path / 'nodes')
+    inventory.add_nodes(4, 'gold')
+    conf = test_reservers.make_conf(
+        node_provider='static', static_inventory=inventory.path,
+        coordination_url=etcd, pool_refresh_interval=3600,
+        ring_poll_interval=60,
+        coordination_group='claims-%s' % uuid.uuid4().hex[:8])
+    services = [reserver_mod.Reserver(conf, host=host) for host in 'ab']
+    followed = Seen()
+    services[1].on_capacity_change(lambda reserver: followed())
+    try:
+        for service in services:
+            service.start()
+        for service in services + services:
+            service.refresh()
+        wait_for(lambda: services[1]._member_watch.streaming, timeout=5,
+                 what='the watch stream')
+        count = len(followed.times)
+        claimed = time.time()
+        services[0].claim('i-1', requirements.Requirements.from_request(
+            {'extra_specs': {'resources:CUSTOM_GOLD': '1'}}))
+        wait_for(lambda: services[1].cluster_capacity()['gold']['free'] == 3,
+                 timeout=5, what='the other service to count the claim')
+        followed.after(count, claimed, lambda s: record_property(
+            'claim_to_other_follower_seconds', round(s, 3)))
+    finally:
+        for service in services:
+            service.stop()

@@ -33,6 +33,8 @@ boots       boots through Nova (boots.py)
 housekeeping  one housekeeping pass at 2,000 nodes (housekeeping.py)
 cloud       boots on the multi-process cloud: ours, in-tree, fake
             (cloudboots.py; about 9 minutes, three clouds in turn)
+capacity    placement against Ironic through bursts at full and 2x
+            capacity, ours and in-tree (cloudcapacity.py; two clouds)
 scale       100,000 nodes (scale.py)
 """
 
@@ -70,6 +72,7 @@ MEASUREMENTS = (
     ('housekeeping', 'housekeeping', 'measure', 'TITLE'),
     ('scale', 'scale', 'measure', 'TITLE'),
     ('cloud', 'cloudboots', 'measure', 'TITLE'),
+    ('capacity', 'cloudcapacity', 'measure', 'TITLE'),
 )
 NAMES = [m[0] for m in MEASUREMENTS]
 PG = ('127.0.0.1', 5432)

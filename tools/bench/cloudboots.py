@@ -247,11 +247,13 @@ def _deploy(cloud, nodes):
     return active
 
 
-def _sample(cloud, flavor, ironic):
+def post_burst(cloud, flavor, count):
+    """POST ``count`` servers, POSTERS at a time, as the demo project.
+
+    :returns: ``{server id: monotonic time its POST started}``.
+    """
     demo = cloud.connection(cloud_mod.DEMO_CLOUD).compute
-    admin = cloud.connection().compute
     posted = {}
-    started = time.monotonic()
 
     def post(index):
         sent = time.monotonic()
@@ -261,7 +263,17 @@ def _sample(cloud, flavor, ironic):
         posted[server.id] = sent
 
     with concurrent.futures.ThreadPoolExecutor(POSTERS) as pool:
-        list(pool.map(post, range(SERVERS)))
+        list(pool.map(post, range(count)))
+    return posted
+
+
+def wait_settled(cloud, posted, started):
+    """Poll until every posted server is ACTIVE or ERROR.
+
+    :returns: ``(settled {id: server}, active_at {id: monotonic time},
+        failed polls)``.
+    """
+    admin = cloud.connection().compute
     active_at, settled = {}, {}
     deadline = started + SETTLE_TIMEOUT
     api_errors = 0
@@ -286,6 +298,23 @@ def _sample(cloud, flavor, ironic):
             raise BenchError('%d servers not settled after %d s' % (
                 len(posted) - len(settled), SETTLE_TIMEOUT))
         time.sleep(0.5)
+    return settled, active_at, api_errors
+
+
+def delete_burst(cloud, posted, ironic):
+    """Delete the servers; wait until every node is free everywhere."""
+    demo = cloud.connection(cloud_mod.DEMO_CLOUD).compute
+    for server_id in posted:
+        demo.delete_server(server_id)
+    cloud.wait_for_deleted(list(posted))
+    if ironic:
+        _wait_for_available(cloud)
+
+
+def _sample(cloud, flavor, ironic):
+    started = time.monotonic()
+    posted = post_burst(cloud, flavor, SERVERS)
+    settled, active_at, api_errors = wait_settled(cloud, posted, started)
     seconds = max(active_at.values(), default=time.monotonic()) - started
     if ironic:
         _check(cloud, active_at)
@@ -294,11 +323,7 @@ def _sample(cloud, flavor, ironic):
     errors = collections.Counter(
         (s.fault or {}).get('message', '?')[:100]
         for s in settled.values() if s.status == 'ERROR')
-    for server_id in posted:
-        demo.delete_server(server_id)
-    cloud.wait_for_deleted(list(posted))
-    if ironic:
-        _wait_for_available(cloud)
+    delete_burst(cloud, posted, ironic)
     # How the scheduler spread the burst over the compute services.
     per_host = collections.Counter(
         settled[i].compute_host for i in active_at)

@@ -74,6 +74,7 @@ class FakeReserver(object):
         self.consumers = None
         self.listeners = []
         self.capacity_listeners = []
+        self.capacity_changes = 0
         self.extra = {}
         self.health = FakeHealth()
         self.handlers = {}
@@ -128,6 +129,9 @@ class FakeReserver(object):
 
     def on_capacity_change(self, listener):
         self.capacity_listeners.append(listener)
+
+    def capacity_changed(self):
+        self.capacity_changes += 1
 
     def publish_extra(self, **fields):
         self.extra.update(fields)

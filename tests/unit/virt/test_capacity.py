@@ -16,6 +16,7 @@
 import copy
 from unittest import mock
 
+from nova.compute import provider_tree
 from nova import exception as nova_exception
 import pytest
 
@@ -165,14 +166,18 @@ def test_provider_traits_keeps_nova_traits_and_replaces_the_rest():
 
 
 class _Inventories(object):
-    """Placement's inventory of one provider: answers GET and PUT."""
+    """Placement's inventory of one provider: answers GET and PUT.
+
+    With the report client's provider cache, as Nova's own.
+    """
 
     def __init__(self, puts):
         self.generation = 1
         self.inventories = {BM: {'total': 4, 'reserved': 0}}
         self.puts = list(puts)
         self.written = []
-        self.invalidated = []
+        self._provider_tree = provider_tree.ProviderTree()
+        self._provider_tree.new_root('host', 'rp-1', generation=0)
 
     def get(self, url, version=None, global_request_id=None):
         answer = mock.MagicMock(status_code=200)  # true, as a 200 is
@@ -187,10 +192,11 @@ class _Inventories(object):
         if status == 200:
             self.inventories = body['inventories']
             self.generation += 1
-        return mock.Mock(status_code=status, text='conflict or worse')
-
-    def invalidate_resource_provider(self, uuid, cacheonly=False):
-        self.invalidated.append((uuid, cacheonly))
+        answer = mock.Mock(status_code=status, text='conflict or worse')
+        answer.json.return_value = {
+            'resource_provider_generation': self.generation,
+            'inventories': copy.deepcopy(self.inventories)}
+        return answer
 
 
 def test_an_inventory_written_during_a_conflict_is_read_and_written_again():
@@ -201,8 +207,11 @@ def test_an_inventory_written_during_a_conflict_is_read_and_written_again():
     assert placement.inventories == wanted
     assert [w['resource_provider_generation']
             for w in placement.written] == [1, 1]
-    # The report client's cache holds the old generation: dropped.
-    assert placement.invalidated == [('rp-1', True)]
+    # The report client's cache has what was written: the resource
+    # tracker's next update finds nothing to change; and its old
+    # generation, so that a write of an older inventory conflicts.
+    cached = placement._provider_tree.data('rp-1')
+    assert (cached.inventory, cached.generation) == (wanted, 0)
     # Nothing to change: nothing written.
     assert capacity.change_inventory(placement, mock.Mock(), 'rp-1',
                                      lambda current: wanted) is False

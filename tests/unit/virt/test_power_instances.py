@@ -462,6 +462,28 @@ def test_a_capacity_change_is_told_to_placement_once_reported(
                for r in caplog.records if r.levelname == 'WARNING')
 
 
+def test_a_usage_that_moved_in_placement_is_followed(drv, reserver, tree):
+    _placement(drv, ['i-1', 'i-2'])
+    usages = mock.Mock(status_code=200, __bool__=lambda self: True)
+    usages.json.return_value = {'usages': {'CUSTOM_BAREMETAL': 2}}
+    allocations = drv.virtapi.reportclient.get.return_value
+    drv.virtapi.reportclient.get.side_effect = (
+        lambda url: usages if url.endswith('/usages') else allocations)
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+    with mock.patch.object(consumers, 'given_up', return_value=set()):
+        drv._follow_usages()
+        # Not before the resource tracker reported the node.
+        assert reserver.capacity_changes == 0
+        reserver.refresh()
+        drv.update_provider_tree(tree, fakes.HOST)
+    drv._follow_usages()
+    assert reserver.capacity_changes == 0
+    # A build that failed here left with its allocation.
+    usages.json.return_value = {'usages': {'CUSTOM_BAREMETAL': 1}}
+    drv._follow_usages()
+    assert reserver.capacity_changes == 1
+
+
 # -- diagnostics --------------------------------------------------------------
 
 def test_instance_diagnostics_give_the_nodes_state_and_size(drv, reserver):

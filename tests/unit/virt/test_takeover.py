@@ -28,6 +28,7 @@ import time
 import types
 from unittest import mock
 
+from nova.compute import provider_tree
 from nova.compute import utils as compute_utils
 from nova import context as nova_context
 from nova import exception as nova_exception
@@ -156,13 +157,18 @@ class Placement(object):
         self.generations = {}
         self.puts = []
         self.conflicts = 0
-        self.invalidated = []
+        # The report client's provider cache.
+        self._provider_tree = provider_tree.ProviderTree()
 
     def provider(self, uuid, total, reserved=0):
         self.inventories[uuid] = {RC: {
             'total': total, 'reserved': reserved, 'min_unit': 1,
             'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}}
         self.generations[uuid] = 1
+        if not self._provider_tree.exists(uuid):
+            self._provider_tree.new_root(uuid, uuid)
+        self._provider_tree.update_inventory(
+            uuid, self.inventories[uuid], generation=1)
 
     def allocate(self, consumer, provider, units=1, **more):
         allocations = {provider: {'resources': {RC: units}}}
@@ -228,10 +234,14 @@ class Placement(object):
             return Response(409, {'errors': [{'code': 'conflict'}]})
         self.inventories[provider] = copy.deepcopy(data['inventories'])
         self.generations[provider] += 1
-        return Response(200, {})
+        return Response(200, {
+            'inventories': copy.deepcopy(data['inventories']),
+            'resource_provider_generation': self.generations[provider]})
 
-    def invalidate_resource_provider(self, uuid, cacheonly=False):
-        self.invalidated.append((uuid, cacheonly))
+    def cached(self, provider):
+        """``(inventory, generation)`` the report client's cache holds."""
+        data = self._provider_tree.data(provider)
+        return data.inventory, data.generation
 
 
 def service(host, forced_down=False, down_for=None):
@@ -970,7 +980,10 @@ def test_room_is_made_on_a_full_adopter(cloud, context):
     assert cloud.placement.inventories[rp(owner)][RC]['reserved'] == 1
     assert cloud.placement.used(rp(owner)) == 3
     assert cloud.placement.free(rp(owner)) == 0
-    assert cloud.placement.invalidated == [(rp(owner), True)]
+    # The compute manager's cache has what was written, with its old
+    # generation (a stale write of the resource tracker's conflicts).
+    assert cloud.placement.cached(rp(owner)) == (
+        cloud.placement.inventories[rp(owner)], 1)
 
 
 def test_room_is_made_again_when_a_refresh_took_it_back(cloud, context):
@@ -1003,7 +1016,8 @@ def test_nothing_adopted_calls_nobody_back(cloud, context):
     result = cloud.takeover(owner_of(LOST), on_adopted=called.append).adopt(
         context, LOST)
     assert result['adopted'] == [] and called == []
-    assert cloud.placement.invalidated == []
+    # No inventory written.
+    assert cloud.placement.generations[rp(owner_of(LOST))] == 1
 
 
 # -- the operator request --------------------------------------------------
