@@ -121,7 +121,7 @@ class CapacityBoard(object):
             self._departed = departed
         return changed
 
-    def took(self, node_uuid, shard, resource_class):
+    def took(self, node_uuid, shard, resource_class, instance_uuid=None):
         """Publish that this member claimed ``node_uuid`` just now.
 
         :returns: whether the cluster's sum changed.
@@ -129,10 +129,13 @@ class CapacityBoard(object):
             all the same.
         """
         with self._lock:
-            # A claim made again (idempotent) keeps its first time.
-            self._taken.setdefault(node_uuid, {
-                'shard': shard, 'resource_class': resource_class,
-                'at': time.time()})
+            earlier = self._taken.get(node_uuid)
+            # A claim made again (idempotent) keeps its first time; a new
+            # claim of a node released since is a new claim.
+            if not earlier or earlier.get('instance') != instance_uuid:
+                self._taken[node_uuid] = {
+                    'shard': shard, 'resource_class': resource_class,
+                    'instance': instance_uuid, 'at': time.time()}
             if self._payload is None:
                 return False
             payload = dict(self._payload, taken=self._recent_claims())

@@ -560,7 +560,8 @@ class Reserver(object):
         try:
             with self._publish_lock:
                 self.capacity.took(reservation.node_uuid, reservation.shard,
-                                   reservation.resource_class)
+                                   reservation.resource_class,
+                                   reservation.instance_uuid)
         except exception.CoordinationUnavailable as e:
             LOG.warning('Cannot publish the claim of node %(node)s: the '
                         'other members count it at its owner\'s next '

@@ -325,6 +325,21 @@ def test_claims_subtract_no_more_than_their_shard_counted_free():
     assert board.took('n1', 's1', 'gold') is False
 
 
+def test_a_node_claimed_again_after_its_release_is_a_new_claim():
+    membership = _Membership()
+    board = capacity_mod.CapacityBoard(membership, retain_seconds=600)
+    board.publish({'s0': {'gold': {'total': 2, 'free': 2}}}, set())
+    board.took('n1', 's0', 'gold', 'i-1')
+    # Counted after the claim; then released and counted free again.
+    board.publish({'s0': {'gold': {'total': 2, 'free': 2}}}, set())
+    assert board.cluster_capacity()['gold']['free'] == 2
+    # The same claim again (idempotent): nothing new.
+    assert board.took('n1', 's0', 'gold', 'i-1') is False
+    # Another instance's claim of the same node: taken again.
+    assert board.took('n1', 's0', 'gold', 'i-2') is True
+    assert board.cluster_capacity()['gold']['free'] == 1
+
+
 def test_a_claim_stops_counting_once_its_shard_was_counted_after_it():
     membership = _Membership()
     board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
