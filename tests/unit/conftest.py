@@ -12,6 +12,10 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import importlib
+import os
+import sys
+
 import pytest
 
 
@@ -30,3 +34,15 @@ def clock(monkeypatch):
     monkeypatch.setattr('time.monotonic', lambda: now[0])
     monkeypatch.setattr('time.sleep', sleep)
     return now
+
+
+@pytest.fixture
+def bench_module():
+    """``bench_module(name)`` imports a module of ``tools/bench``."""
+    path = os.path.join(os.path.dirname(__file__), '..', '..', 'tools',
+                        'bench')
+    sys.path.insert(0, path)
+    try:
+        yield importlib.import_module
+    finally:
+        sys.path.remove(path)

@@ -14,13 +14,10 @@
 
 """Where a boot's time goes, read from the computes' logs (the bench)."""
 
-import os
-import sys
 import types
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(__file__), '..', '..', 'tools', 'bench')
 ID = '005ef238-cc81-43de-97d2-21e2eabcac35'
 OTHER = '35719cac-bbf5-454e-9740-2354fe95567d'
 PREFIX = ('2026-11-25 10:07:38.927 15621 INFO nova.compute.manager [None '
@@ -37,13 +34,8 @@ LOG = (
 
 
 @pytest.fixture
-def cloudboots():
-    sys.path.insert(0, BENCH)
-    try:
-        import cloudboots
-        yield cloudboots
-    finally:
-        sys.path.remove(BENCH)
+def cloudboots(bench_module):
+    return bench_module('cloudboots')
 
 
 def test_the_phases_of_a_boot_come_from_the_compute_logs(

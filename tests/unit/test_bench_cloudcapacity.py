@@ -14,25 +14,17 @@
 
 """What the capacity bench counts: placement's offer, failed builds, goals."""
 
-import os
-import sys
 import types
 from unittest import mock
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(__file__), '..', '..', 'tools', 'bench')
 GOLD = 'CUSTOM_GOLD'
 
 
 @pytest.fixture
-def cloudcapacity():
-    sys.path.insert(0, BENCH)
-    try:
-        import cloudcapacity
-        yield cloudcapacity
-    finally:
-        sys.path.remove(BENCH)
+def cloudcapacity(bench_module):
+    return bench_module('cloudcapacity')
 
 
 def _placement(*free):
