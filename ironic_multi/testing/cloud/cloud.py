@@ -372,6 +372,11 @@ class Cloud(fixtures.Fixture):
         self._create_resources()
         self._phase('capacity in placement')
         self.wait_for_capacity()
+        # Again: discover_hosts maps the hosts that have compute nodes,
+        # and the in-tree driver's come with its first resource update,
+        # which may end after the first call (a build scheduled to such a
+        # host fails: "Host 'compute-2' is not mapped to any cell").
+        nova.discover_hosts(self, self.nova_conf)
         self._phase(None)
         self.start_seconds = time.monotonic() - started
         LOG.info('Cloud ready in %.1f s (%s); RSS %.0f MiB',
