@@ -97,17 +97,21 @@ class CapacityBoard(object):
                        taken=taken)
         try:
             self._membership.publish(payload)
-            others = {member: other for member, other
-                      in self._membership.published().items()
-                      if member != self._membership.member_id
-                      and 'shards' in other}
+            others = self._read_others()
         except exception.CoordinationUnavailable as e:
             LOG.warning('Cannot publish capacity; summing with the last '
                         'known counts of the other members: %s', e)
             others = self._others
-        self._sum(payload, others)
+        self._add_up(payload, others)
 
-    def _sum(self, payload, others):
+    def _read_others(self):
+        """The other live members' payloads that carry counts."""
+        return {member: other for member, other
+                in self._membership.published().items()
+                if member != self._membership.member_id
+                and 'shards' in other}
+
+    def _add_up(self, payload, others):
         """Sum ``payload`` and the others' payloads; whether it changed."""
         live = [payload, *others.values()]
         departed = self._still_departed(others, live)
@@ -140,7 +144,7 @@ class CapacityBoard(object):
                 return False
             payload = dict(self._payload, taken=self._recent_claims())
             others = self._others
-        changed = self._sum(payload, others)
+        changed = self._add_up(payload, others)
         self._membership.publish(payload)
         return changed
 
@@ -154,11 +158,7 @@ class CapacityBoard(object):
             payload = self._payload
         if payload is None:
             return False
-        others = {member: other for member, other
-                  in self._membership.published().items()
-                  if member != self._membership.member_id
-                  and 'shards' in other}
-        return self._sum(payload, others)
+        return self._add_up(payload, self._read_others())
 
     def _recent_claims(self):
         """This member's claims its shards' owners may not have counted."""

@@ -201,7 +201,8 @@ def change_inventory(client, context, provider, change):
 
     :param client: Nova's SchedulerReportClient.
     :param change: ``change(inventories)`` returns the inventories to
-        write (``{resource class: inventory}``), or None for no change.
+        write (``{resource class: inventory}``); when they are what
+        placement has, nothing is written.
     :returns: whether placement's inventory was written.
     :raises ResourceProviderUpdateFailed: placement refused it, or could
         not be read.
@@ -215,7 +216,7 @@ def change_inventory(client, context, provider, change):
                 url=url, error='HTTP %s reading it' % got.status_code)
         body = got.json()
         inventories = change(copy.deepcopy(body['inventories']))
-        if inventories is None or inventories == body['inventories']:
+        if inventories == body['inventories']:
             return False
         put = client.put(url, {
             'resource_provider_generation':

@@ -281,8 +281,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         default), the other providers would offer it meanwhile, and a
         build sent there would have to reschedule.
         """
-        client = getattr(self.virtapi, 'reportclient', None)
-        if client is None or not self._reported:
+        client = self._placement_client()
+        if client is None:
             return
         self._refresh_inventory(reserver)
         try:
@@ -298,6 +298,16 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             LOG.debug('Told placement the cluster\'s capacity: %s',
                       self._inventory)
 
+    def _placement_client(self):
+        """The compute manager's placement client, once it reported.
+
+        Before the resource tracker's first report placement may not
+        know this compute node's provider yet: None.
+        """
+        if not self._reported:
+            return None
+        return getattr(self.virtapi, 'reportclient', None)
+
     def _follow_usages(self):
         """Compute the inventory again when placement's usage moved.
 
@@ -307,8 +317,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         that is not, until the next periodic.  One small read per
         ``ring_poll_interval``.
         """
-        client = getattr(self.virtapi, 'reportclient', None)
-        if client is None or not self._reported:
+        client = self._placement_client()
+        if client is None:
             return
         usages = capacity.usages_in_placement(
             client, host_mod.compute_node_uuid(self._host))

@@ -926,14 +926,12 @@ class Takeover(object):
             return
 
         def lowered(inventories):
-            changed = False
-            for resource_class, units in sorted(needed.items()):
+            for resource_class, units in needed.items():
                 inventory = inventories.get(resource_class)
-                if inventory and inventory.get('reserved'):
+                if inventory:
                     inventory['reserved'] = max(
                         0, inventory['reserved'] - units)
-                    changed = True
-            return inventories if changed else None
+            return inventories
 
         try:
             capacity.change_inventory(client, context, provider, lowered)

@@ -116,7 +116,7 @@ class BenchError(Exception):
     """A check failed: the numbers mean nothing."""
 
 
-def _layout(computes):
+def layout(computes):
     """One node group of gold nodes, one flavor with its class only."""
     return fleet.Layout(
         nodes=NODES, computes=computes, servers=SERVERS, seed=0,
@@ -151,10 +151,10 @@ def _measure_cloud(name, samples, label):
     driver, computes, options = CLOUDS[name]
     found = {}
     runs = []
-    with cloud_mod.Cloud(computes=computes, layout=_layout(computes),
+    with cloud_mod.Cloud(computes=computes, layout=layout(computes),
                          compute_driver=driver, compute_options=options,
                          nova_options=NOVA_OPTIONS,
-                         log_dir=_log_dir(label)) as cloud:
+                         log_dir=log_dir(label)) as cloud:
         print('%s cloud ready in %.0f s' % (name, cloud.start_seconds),
               flush=True)
         flavor = _flavor(cloud, name == FAKE)
@@ -177,7 +177,7 @@ def _measure_cloud(name, samples, label):
     return found, runs
 
 
-def _log_dir(label):
+def log_dir(label):
     """Where a cloud's logs stay: under tox's cloud-logs, else nowhere."""
     root = os.environ.get('IRONIC_MULTI_CLOUD_LOG_DIR')
     if not root:
@@ -317,7 +317,7 @@ def _sample(cloud, flavor, ironic):
     settled, active_at, api_errors = wait_settled(cloud, posted, started)
     seconds = max(active_at.values(), default=time.monotonic()) - started
     if ironic:
-        _check(cloud, active_at)
+        check_nodes(cloud, active_at)
     latencies = {i: active_at[i] - posted[i] for i in active_at}
     phases = _phases(cloud, latencies)
     errors = collections.Counter(
@@ -397,7 +397,7 @@ def _ratios_per_round(runs, deploy):
     return found
 
 
-def _check(cloud, active_at):
+def check_nodes(cloud, active_at):
     """Every ACTIVE server on one active node of its own."""
     held = cloud.held_nodes()
     twice = {i: n for i, n in held.items() if len(n) > 1}

@@ -77,12 +77,12 @@ def _measure_cloud(name, samples):
     driver, computes, options = CLOUDS[name]
     runs = []
     with cloudboots.cloud_mod.Cloud(
-            computes=computes, layout=cloudboots._layout(computes),
+            computes=computes, layout=cloudboots.layout(computes),
             compute_driver=driver, compute_options=options,
             nova_options=cloudboots.NOVA_OPTIONS,
             update_resources_interval=UPDATE_RESOURCES_INTERVAL,
             pool_refresh_interval=POOL_REFRESH_INTERVAL,
-            log_dir=cloudboots._log_dir('capacity-%s' % name)) as cloud:
+            log_dir=cloudboots.log_dir('capacity-%s' % name)) as cloud:
         print('%s cloud ready in %.0f s' % (name, cloud.start_seconds),
               flush=True)
         flavor = cloud.flavors['gold']
@@ -107,7 +107,7 @@ def _burst(cloud, flavor, servers, ours):
             cloud, posted, started)
     finally:
         samples = sampler.stop()
-    cloudboots._check(cloud, active_at)
+    cloudboots.check_nodes(cloud, active_at)
     failed_builds = _failed_builds(cloud, posted, active_at)
     cloudboots.delete_burst(cloud, posted, ironic=True)
     over = [s for s in samples if s['offered'] > s['ironic']]
