@@ -32,7 +32,16 @@ shard, the resource class and the time), and the sum counts such a node
 as no longer free wherever its shard's count is older than the claim.
 Every member then sees the cluster's free count drop by one as soon as
 it reads the payload (etcd's watch tells it; see
-:mod:`~.member_watch`), not up to ``pool_refresh_interval`` later.  A
+:mod:`~.member_watch`), not up to ``pool_refresh_interval`` later.
+
+Builds come before claims: the scheduler allocates on one provider
+seconds before that service claims a node, and meanwhile every other
+provider still offers the node.  So each member also publishes its
+builds that wait for a node (``waiting``: instance, placement resources),
+and the sum adds them up over the live members; a claim takes its
+instance off ``waiting`` in the same write that lists it in ``taken``,
+so the cluster's free count less the builds waiting does not move when
+a build claims.  A
 claim is listed for ``retain_seconds``: by then its shard's owner has
 counted it.  Clocks of the members are assumed in step (NTP), as Nova
 assumes for its services' heartbeats.
@@ -76,6 +85,10 @@ class CapacityBoard(object):
         # {node uuid: {'shard', 'resource_class', 'at'}}: this member's
         # recent claims.
         self._taken = {}
+        # {instance uuid: {placement resource class: units}}: this
+        # member's builds that wait for a node, and the live members' sum.
+        self._waiting = {}
+        self._cluster_waiting = {}
 
     def publish(self, shard_capacity, traits, extra=None, counted_at=None):
         """Publish this member's counts, then read every member's.
@@ -92,9 +105,10 @@ class CapacityBoard(object):
         """
         with self._lock:
             taken = self._recent_claims()
+            waiting = dict(self._waiting)
         payload = dict(extra or {}, at=counted_at or time.time(),
                        shards=shard_capacity, traits=sorted(traits),
-                       taken=taken)
+                       taken=taken, waiting=waiting)
         try:
             self._membership.publish(payload)
             others = self._read_others()
@@ -117,10 +131,14 @@ class CapacityBoard(object):
         departed = self._still_departed(others, live)
         capacity, traits = _sum(
             live + [kept for kept, _seen in departed.values()])
+        # A departed member's builds died with it: live members only.
+        waiting = _add_waiting(live)
         with self._lock:
             changed = (capacity != self._capacity
-                       or frozenset(traits) != self._traits)
+                       or frozenset(traits) != self._traits
+                       or waiting != self._cluster_waiting)
             self._capacity, self._traits = capacity, frozenset(traits)
+            self._cluster_waiting = waiting
             self._payload, self._others = payload, others
             self._departed = departed
         return changed
@@ -140,13 +158,48 @@ class CapacityBoard(object):
                 self._taken[node_uuid] = {
                     'shard': shard, 'resource_class': resource_class,
                     'instance': instance_uuid, 'at': time.time()}
+            # The build no longer waits: one write, so that no reader
+            # counts its node twice (taken and waiting).
+            self._waiting.pop(instance_uuid, None)
             if self._payload is None:
                 return False
-            payload = dict(self._payload, taken=self._recent_claims())
+            payload = dict(self._payload, taken=self._recent_claims(),
+                           waiting=dict(self._waiting))
             others = self._others
         changed = self._add_up(payload, others)
         self._membership.publish(payload)
         return changed
+
+    def set_waiting(self, waiting):
+        """Publish this member's builds that wait for a node.
+
+        :param waiting: ``{instance uuid: {placement resource class:
+            units}}``; a build claimed lately is left out (it may have
+            claimed since ``waiting`` was read).
+        :returns: whether the cluster's sum changed.
+        :raises CoordinationUnavailable: not published; counted here
+            all the same.
+        """
+        with self._lock:
+            claimed = {claim.get('instance') for claim in self._taken.values()}
+            waiting = {uuid: dict(resources)
+                       for uuid, resources in waiting.items()
+                       if uuid not in claimed}
+            if waiting == self._waiting:
+                return False
+            self._waiting = waiting
+            if self._payload is None:
+                return False
+            payload = dict(self._payload, waiting=dict(waiting))
+            others = self._others
+        changed = self._add_up(payload, others)
+        self._membership.publish(payload)
+        return changed
+
+    def claimed_lately(self):
+        """The instances whose claims this member published lately."""
+        with self._lock:
+            return {claim.get('instance') for claim in self._taken.values()}
 
     def reread(self):
         """Read the other members' payloads again and sum them.
@@ -218,6 +271,11 @@ class CapacityBoard(object):
                 others[self._membership.member_id] = self._payload
         return others
 
+    def cluster_waiting(self):
+        """Units per placement class the live members' builds wait for."""
+        with self._lock:
+            return dict(self._cluster_waiting)
+
     def cluster_traits(self):
         """The traits of usable nodes, over every member's shards."""
         with self._lock:
@@ -236,6 +294,15 @@ def _add(totals, shard_counts):
             for field in _COUNTS:
                 entry[field] += count.get(field, 0)
     return totals
+
+
+def _add_waiting(payloads):
+    waiting = {}
+    for payload in payloads:
+        for resources in (payload.get('waiting') or {}).values():
+            for name, units in resources.items():
+                waiting[name] = waiting.get(name, 0) + units
+    return waiting
 
 
 def _uncovered(payload, live):

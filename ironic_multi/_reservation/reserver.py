@@ -531,6 +531,31 @@ class Reserver(object):
         """The cluster's capacity as of the last refresh (no round trip)."""
         return self.capacity.cluster_capacity()
 
+    def cluster_waiting(self):
+        """Units per placement class the live members' builds wait for."""
+        return self.capacity.cluster_waiting()
+
+    def builds_waiting(self, waiting):
+        """Publish this member's builds that wait for a node.
+
+        :param waiting: ``{instance uuid: {placement resource class:
+            units}}``: the allocations against this service that hold no
+            node yet.  Each member's providers count them as taken, as
+            they will be; a claim takes its build off at once.
+        :returns: whether the cluster's sum changed (counted here even if
+            the coordination backend is down).
+        """
+        try:
+            with self._publish_lock:
+                return self.capacity.set_waiting(waiting)
+        except exception.CoordinationUnavailable as e:
+            LOG.debug('Cannot publish the builds waiting for a node: %s', e)
+            return True
+
+    def claimed_lately(self):
+        """The instances this member claimed a node for lately."""
+        return self.capacity.claimed_lately()
+
     def cluster_traits(self):
         """The cluster's usable traits as of the last refresh."""
         return self.capacity.cluster_traits()

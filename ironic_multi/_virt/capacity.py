@@ -42,10 +42,23 @@ no free node away from the scheduler::
 
     total    = nodes + idle
     reserved = nodes - free - (used - idle)   (clamped to 0..nodes)
+
+A build the scheduler allocated holds no node until its service claims
+one, seconds later in a burst; meanwhile ``free`` still counts that
+node, and every provider would offer it.  So the builds that wait for a
+node, on every live service (``waiting``, see :class:`WaitingBuilds`),
+are hidden too::
+
+    reserved = nodes - free - (used - idle) + waiting
+    capacity - used = free - waiting
+
+which every provider offers alike, and which a claim does not move (its
+node leaves ``free`` as its build leaves ``waiting``).
 """
 
 import copy
 import re
+import time
 
 from nova import context as nova_context
 from nova import exception as nova_exception
@@ -138,7 +151,72 @@ def add_up(allocations):
     return used
 
 
-def inventory(cluster, used, idle=None):
+class WaitingBuilds(object):
+    """Which allocations against this provider hold no node yet.
+
+    A consumer seen for the first time is a build that waits for a node
+    until this service claims one for it (``claimed``).  The consumers
+    there at the first read are taken to hold theirs.  One that waits
+    longer than ``confirm_after`` seconds is looked up (``holds(uuid)``,
+    True, False or None when unknown): an instance adopted from another
+    host holds its node without a claim here.
+
+    A consumer whose allocation is about to leave (:meth:`leaves`: its
+    claim failed and it reschedules, or it is being destroyed) neither
+    waits nor counts as in use, for at most ``confirm_after`` seconds.
+
+    :param holds: ``holds(instance uuid)``.
+    """
+
+    def __init__(self, holds, confirm_after):
+        self._holds = holds
+        self._confirm_after = confirm_after
+        self._held = None
+        # {consumer: monotonic time it was first seen, or last looked up}
+        self._since = {}
+        # {consumer: monotonic time it was said to leave}
+        self._leaving = {}
+
+    def leaves(self, uuid):
+        """The allocation of ``uuid`` leaves placement soon."""
+        self._leaving[uuid] = time.monotonic()
+
+    def update(self, allocations, idle, claimed):
+        """``{consumer: resources}`` of the builds waiting for a node.
+
+        :param allocations: ``{consumer: {resource class: units}}`` on
+            this provider now.
+        :param idle: consumers that hold no node and never will.
+        :param claimed: consumers this service claimed a node for lately.
+        """
+        consumers = set(allocations)
+        if self._held is None:
+            self._held = set(consumers)
+        self._held = (self._held | set(claimed)) & consumers
+        now = time.monotonic()
+        self._leaving = {uuid: since
+                         for uuid, since in self._leaving.items()
+                         if uuid in consumers
+                         and now - since < self._confirm_after}
+        self._since = {uuid: self._since.get(uuid, now)
+                       for uuid in (consumers - self._held - set(idle)
+                                    - set(self._leaving))}
+        for uuid, since in sorted(self._since.items()):
+            if now - since < self._confirm_after:
+                continue
+            if self._holds(uuid):
+                self._held.add(uuid)
+                del self._since[uuid]
+            else:
+                self._since[uuid] = now
+        return {uuid: dict(allocations[uuid]) for uuid in self._since}
+
+    def leaving(self):
+        """The consumers of the last :meth:`update` that leave soon."""
+        return set(self._leaving)
+
+
+def inventory(cluster, used, idle=None, waiting=None, leaving=None):
     """Placement inventory of the compute node.
 
     :param cluster: ``{ironic resource class: {'total': n, 'free': n}}``
@@ -148,9 +226,16 @@ def inventory(cluster, used, idle=None):
         service's instances.
     :param idle: the part of ``used`` that holds no node and never will
         (builds Nova gave up on).
+    :param waiting: ``{placement resource class: units}`` of the live
+        services' builds that wait for a node.
+    :param leaving: the part of ``used`` about to leave placement (see
+        :class:`WaitingBuilds`): it holds no free node, and when it
+        leaves this provider's offer must not grow.
     :returns: ``{placement resource class: inventory dict}``.
     """
     idle = idle or {}
+    waiting = waiting or {}
+    leaving = leaving or {}
     counts = {}
     for ironic_rc, count in cluster.items():
         if not ironic_rc:
@@ -171,7 +256,10 @@ def inventory(cluster, used, idle=None):
         reported = max(total, in_use) + unused
         if not reported:
             continue
-        reserved = max(total - free - in_use, 0)
+        staying = in_use - min(leaving.get(name, 0), in_use)
+        # Never below what the allocations use: placement would warn.
+        reserved = min(max(total - free - staying + waiting.get(name, 0),
+                           0), reported - in_use - unused)
         result[name] = {
             'total': reported,
             'reserved': reserved,

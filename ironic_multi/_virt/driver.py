@@ -69,6 +69,11 @@ from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
 CONF = conf.CONF
+# A build waits for a node between the scheduler's allocation and its
+# claim; one that seems to wait longer is looked up in Ironic (an
+# instance adopted from another host holds its node without a claim
+# here), at most once per this many seconds.
+_CONFIRM_WAITING_AFTER = 60
 # nova-compute imports this module after Nova registered its own options.
 conf.register_opts(CONF)
 
@@ -112,6 +117,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._owned = False
         # Instances Nova gave up on whose nodes are back in the pool.
         self._nodeless = set()
+        self._waiting = capacity.WaitingBuilds(self._holds_node,
+                                               _CONFIRM_WAITING_AFTER)
 
     # -- life cycle ---------------------------------------------------------
 
@@ -261,16 +268,21 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             allocations = capacity.allocations_in_placement(
                 client, host_mod.compute_node_uuid(self._host))
         if allocations is None:
-            used, idle = capacity.used_by_flavors(
-                capacity.flavors_on_host(self._host)), {}
+            used, idle, leaving = capacity.used_by_flavors(
+                capacity.flavors_on_host(self._host)), {}, {}
         else:
             used = capacity.add_up(allocations.values())
-            idle = capacity.add_up(
-                allocations[uuid] for uuid in self._idle(reserver,
-                                                         allocations))
+            nodeless = self._idle(allocations)
+            idle = capacity.add_up(allocations[uuid] for uuid in nodeless)
+            reserver.builds_waiting(self._waiting.update(
+                allocations, nodeless, reserver.claimed_lately()))
+            leaving = capacity.add_up(
+                allocations[uuid] for uuid in self._waiting.leaving()
+                if uuid not in nodeless)
         self._used = used
-        self._inventory = capacity.inventory(reserver.cluster_capacity(),
-                                             used, idle)
+        self._inventory = capacity.inventory(
+            reserver.cluster_capacity(), used, idle,
+            reserver.cluster_waiting(), leaving)
         reserver.publish_extra(inventory=self._inventory)
 
     def _tell_placement(self, reserver):
@@ -325,7 +337,16 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         if usages is not None and usages != self._used:
             self._reserver.capacity_changed()
 
-    def _idle(self, reserver, allocations):
+    def _holds_node(self, instance_uuid):
+        """Whether the instance holds a node; None when unknown."""
+        try:
+            return self._reserver.lookup(instance_uuid) is not None
+        except exception.IronicMultiError as e:
+            LOG.debug('Cannot look up the node of instance %(uuid)s: '
+                      '%(error)s', {'uuid': instance_uuid, 'error': e})
+            return None
+
+    def _idle(self, allocations):
         """The consumers whose allocation holds no node, and never will.
 
         Builds Nova gave up on; each one's node is looked up once (a
@@ -340,12 +361,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             return set()
         self._nodeless &= given_up
         for uuid in sorted(given_up - self._nodeless):
-            try:
-                if reserver.lookup(uuid) is None:
-                    self._nodeless.add(uuid)
-            except exception.IronicMultiError as e:
-                LOG.debug('Cannot look up the node of instance %(uuid)s: '
-                          '%(error)s', {'uuid': uuid, 'error': e})
+            if self._holds_node(uuid) is False:
+                self._nodeless.add(uuid)
         return set(self._nodeless)
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
@@ -463,6 +480,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             reservation = self._reserver.claim(instance.uuid, reqs,
                                                deployment)
         except exception.NoNodeAvailable as e:
+            self._allocation_leaves(instance)
             # The manager reschedules on this, with "Insufficient compute
             # resources" as the reason.
             raise nova_exception.ComputeResourcesUnavailable(reason=str(e))
@@ -484,6 +502,25 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         with errors.translated(errors.build_abort(instance.uuid),
                                instance.uuid):
             self._reserver.release(instance.uuid)
+        self._allocation_leaves(instance)
+
+    def _allocation_leaves(self, instance):
+        """Tell placement now: the instance's allocation leaves next.
+
+        Nova deletes it once the failed build or the destroy returns.
+        Placement's count of this provider's use then drops at once,
+        while its node is not free (cleaning, or never claimed because
+        none was free): told only later, this provider would offer one
+        node too many meanwhile.
+        """
+        self._waiting.leaves(instance.uuid)
+        try:
+            self._tell_placement(self._reserver)
+        except Exception:
+            # Not at the cost of the build's or the destroy's own outcome.
+            LOG.warning('Cannot tell placement the capacity now; the next '
+                        'change or periodic does', exc_info=True,
+                        instance=instance)
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):
@@ -492,6 +529,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                     instance.uuid, metadata.vif_ids(network_info)) is None:
                 LOG.info('No node holds the instance', instance=instance)
             self._reserver.release(instance.uuid)
+        self._allocation_leaves(instance)
 
     # -- boot from volume ---------------------------------------------------
 

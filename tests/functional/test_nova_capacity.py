@@ -22,8 +22,11 @@ tasks, so only the claim's announcement can tell the other computes.
 The announcement on etcd's watch: ``test_member_watch.py``.
 """
 
+import threading
 import time
+from unittest import mock
 
+from ironic_multi._reservation import reserver as reserver_mod
 from tests.functional import nova_base
 from tests.functional.waiting import wait_for
 
@@ -59,3 +62,33 @@ class CapacityAtOnceTest(nova_base.IronicMultiTestBase):
         self.assertIn('No valid host', refused['fault']['message'])
         for booted_server in [server] + servers:
             self.assert_on_ironic(booted_server)
+
+    def test_a_build_takes_its_node_off_every_provider_before_its_claim(
+            self):
+        self.refresh_capacity()
+        claims = threading.Event()
+        claim = reserver_mod.Reserver.claim
+
+        def held(reserver, *args, **kwargs):
+            claims.wait(60)
+            return claim(reserver, *args, **kwargs)
+
+        with mock.patch.object(reserver_mod.Reserver, 'claim', held):
+            (server,) = self.post_servers(1)
+            posted = time.monotonic()
+            try:
+                # Scheduled on one compute, its claim held: every other
+                # provider must stop offering the node it will take.
+                wait_for(lambda: set(self._free().values())
+                         == {self.NODES - 1}, timeout=10,
+                         what='every provider to count the waiting build')
+                self.record('allocation_to_every_provider_seconds',
+                            round(time.monotonic() - posted, 3))
+                self.assertEqual({}, self.associated_nodes())
+            finally:
+                claims.set()
+        (server,) = self.wait_for_servers([server])
+        self.assertEqual('ACTIVE', server['status'])
+        # Claimed: the offer stays where it was.
+        self.assertEqual({self.NODES - 1}, set(self._free().values()))
+        self.assert_on_ironic(server)

@@ -360,6 +360,39 @@ def test_a_claim_stops_counting_once_its_shard_was_counted_after_it():
     assert membership.payloads['me']['taken'] == {}
 
 
+def test_builds_waiting_for_a_node_are_summed_over_live_members():
+    membership = _Membership()
+    board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
+    membership.payloads['other'] = {
+        'at': time.time(), 'shards': {},
+        'waiting': {'i-9': {'CUSTOM_GOLD': 1}}}
+    board.publish({'s0': {'gold': {'total': 4, 'free': 4}}}, set())
+    assert board.cluster_waiting() == {'CUSTOM_GOLD': 1}
+    assert board.set_waiting({'i-1': {'CUSTOM_GOLD': 1},
+                              'i-2': {'CUSTOM_GOLD': 1}}) is True
+    assert membership.payloads['me']['waiting'] == {
+        'i-1': {'CUSTOM_GOLD': 1}, 'i-2': {'CUSTOM_GOLD': 1}}
+    assert board.cluster_waiting() == {'CUSTOM_GOLD': 3}
+    assert board.set_waiting({'i-1': {'CUSTOM_GOLD': 1},
+                              'i-2': {'CUSTOM_GOLD': 1}}) is False
+    # A claim: listed as taken and no longer waiting, in one write.
+    board.took('n1', 's0', 'gold', 'i-1')
+    published = membership.payloads['me']
+    assert set(published['waiting']) == {'i-2'}
+    assert published['taken']['n1']['instance'] == 'i-1'
+    assert board.cluster_waiting() == {'CUSTOM_GOLD': 2}
+    assert board.cluster_capacity()['gold']['free'] == 3
+    # Waiting builds read before the claim do not bring it back.
+    board.set_waiting({'i-1': {'CUSTOM_GOLD': 1},
+                       'i-2': {'CUSTOM_GOLD': 1}})
+    assert set(membership.payloads['me']['waiting']) == {'i-2'}
+    assert board.claimed_lately() == {'i-1'}
+    # A member that left took its builds with it.
+    del membership.payloads['other']
+    assert board.reread() is True
+    assert board.cluster_waiting() == {'CUSTOM_GOLD': 1}
+
+
 def test_another_members_claim_is_read_again_on_demand():
     membership = _Membership()
     board = capacity_mod.CapacityBoard(membership, retain_seconds=60)

@@ -76,6 +76,10 @@ class FakeReserver(object):
         self.capacity_listeners = []
         self.capacity_changes = 0
         self.extra = {}
+        # Builds waiting for a node: this member's as published, and the
+        # other members' units per placement class.
+        self.waiting = {}
+        self.others_waiting = {}
         self.health = FakeHealth()
         self.handlers = {}
         self.periodics = []
@@ -158,6 +162,23 @@ class FakeReserver(object):
     def cluster_traits(self):
         self._call('cluster_traits')
         return self.traits
+
+    def builds_waiting(self, waiting):
+        self._call('builds_waiting', waiting)
+        changed = waiting != self.waiting
+        self.waiting = {uuid: dict(resources)
+                        for uuid, resources in waiting.items()}
+        return changed
+
+    def cluster_waiting(self):
+        units = dict(self.others_waiting)
+        for resources in self.waiting.values():
+            for name, count in resources.items():
+                units[name] = units.get(name, 0) + count
+        return units
+
+    def claimed_lately(self):
+        return set(self.claims)
 
     # -- reservations -----------------------------------------------------
 

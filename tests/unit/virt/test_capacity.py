@@ -14,6 +14,7 @@
 
 
 import copy
+import time
 from unittest import mock
 
 from nova.compute import provider_tree
@@ -74,6 +75,100 @@ def test_idle_allocations_take_no_free_node(total, free, used, idle,
     assert result == {BM: expected}
     entry = result[BM]
     assert entry['total'] - entry['reserved'] - used == free
+
+
+@pytest.mark.parametrize('total, free, used, idle, waiting, offered', [
+    # Two builds wait (one of them here): two of Ironic's free nodes are
+    # theirs.
+    (10, 6, 2, 0, 2, 4),
+    # A build failed here, one waits elsewhere.
+    (10, 6, 2, 1, 1, 5),
+    # More builds wait than nodes are free (a burst beyond capacity):
+    # nothing offered, and the capacity never below the allocations.
+    (10, 2, 3, 0, 5, 0),
+])
+def test_builds_waiting_for_a_node_take_their_nodes_off(
+        total, free, used, idle, waiting, offered):
+    entry = capacity.inventory(
+        {'baremetal': {'total': total, 'free': free}}, {BM: used},
+        {BM: idle}, {BM: waiting})[BM]
+    assert entry['total'] - entry['reserved'] - used == offered
+    assert 0 <= entry['reserved'] <= entry['total']
+
+
+class TestWaitingBuilds:
+
+    GOLD = {'CUSTOM_GOLD': 1}
+
+    def _builds(self, held=()):
+        self.lookups = []
+
+        def holds(uuid):
+            self.lookups.append(uuid)
+            return uuid in held if uuid != 'unknown' else None
+
+        return capacity.WaitingBuilds(holds, confirm_after=60)
+
+    def test_consumers_there_at_the_first_read_hold_their_nodes(self):
+        builds = self._builds()
+        assert builds.update({'a': self.GOLD}, set(), set()) == {}
+        assert builds.update({'a': self.GOLD, 'b': self.GOLD}, set(),
+                             set()) == {'b': self.GOLD}
+
+    def test_a_claim_or_a_failed_build_ends_the_wait(self):
+        builds = self._builds()
+        builds.update({}, set(), set())
+        now = {'a': self.GOLD, 'b': self.GOLD, 'c': self.GOLD}
+        assert set(builds.update(now, set(), set())) == {'a', 'b', 'c'}
+        # a claimed; b's build failed (allocation gone); c given up.
+        assert builds.update({'a': self.GOLD, 'c': self.GOLD}, {'c'},
+                             {'a'}) == {}
+        # Held for good, once the claim is no longer listed.
+        assert builds.update({'a': self.GOLD}, set(), set()) == {}
+
+    def test_a_consumer_that_leaves_neither_waits_nor_stays_for_long(self):
+        builds = self._builds()
+        builds.update({'held': self.GOLD}, set(), set())
+        now = {'held': self.GOLD, 'new': self.GOLD}
+        builds.leaves('held')
+        builds.leaves('new')
+        start = time.monotonic()
+        assert builds.update(now, set(), set()) == {}
+        assert builds.leaving() == {'held', 'new'}
+        # Gone from placement: forgotten.
+        builds.update({'new': self.GOLD}, set(), set())
+        assert builds.leaving() == {'new'}
+        # Still there after confirm_after: a build again.
+        with mock.patch.object(capacity.time, 'monotonic',
+                               return_value=start + 61):
+            assert builds.update({'new': self.GOLD}, set(), set()) == {
+                'new': self.GOLD}
+        assert builds.leaving() == set()
+
+    def test_a_long_wait_is_looked_up_once_per_period(self):
+        builds = self._builds(held={'adopted'})
+        builds.update({}, set(), set())
+        now = {'adopted': self.GOLD, 'queued': self.GOLD,
+               'unknown': self.GOLD}
+        start = 1000.0
+        with mock.patch.object(capacity.time, 'monotonic',
+                               return_value=start):
+            assert set(builds.update(now, set(), set())) == set(now)
+        with mock.patch.object(capacity.time, 'monotonic',
+                               return_value=start + 30):
+            builds.update(now, set(), set())
+        assert self.lookups == []
+        with mock.patch.object(capacity.time, 'monotonic',
+                               return_value=start + 61):
+            # An adopted instance holds its node without a claim here;
+            # a build still queued, or one Ironic cannot tell of, waits.
+            assert set(builds.update(now, set(), set())) == {'queued',
+                                                             'unknown'}
+        assert sorted(self.lookups) == ['adopted', 'queued', 'unknown']
+        with mock.patch.object(capacity.time, 'monotonic',
+                               return_value=start + 90):
+            builds.update(now, set(), set())
+        assert len(self.lookups) == 3
 
 
 @pytest.mark.parametrize('services', [1, 2, 5])

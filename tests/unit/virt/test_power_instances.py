@@ -396,6 +396,58 @@ def test_a_failed_build_whose_node_is_still_held_counts(drv, reserver, tree):
     assert inventory['total'] == 5
 
 
+def test_a_build_waiting_for_a_node_is_hidden_from_every_provider(
+        drv, reserver, tree):
+    # i-1 held its node before; 'new' was allocated here since and has
+    # not claimed yet, and another service has two builds waiting.
+    _placement(drv, ['i-1'])
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 6}}
+    _inventory(drv, reserver, tree)
+    assert reserver.waiting == {}
+    _placement(drv, ['i-1', 'new'])
+    reserver.others_waiting = {'CUSTOM_BAREMETAL': 2}
+    inventory, _ = _inventory(drv, reserver, tree)
+    assert reserver.waiting == {'new': {'CUSTOM_BAREMETAL': 1}}
+    # Ironic's 6 free less the 3 builds that will take one each.
+    assert inventory['total'] - inventory['reserved'] - 2 == 3
+    # Its claim: Ironic has one free node less, and the build no longer
+    # waits; the offer does not move.
+    reserver.claims['new'] = object()
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 5}}
+    inventory, _ = _inventory(drv, reserver, tree)
+    assert reserver.waiting == {}
+    assert inventory['total'] - inventory['reserved'] - 2 == 3
+
+
+@pytest.mark.parametrize('ends', ['destroy', 'claim fails'])
+def test_an_allocation_about_to_leave_gives_no_node_back(drv, reserver, tree,
+                                                         ends):
+    # 4 of 10 nodes free; the instance of this host holds one of the 6
+    # others (destroy: it goes to cleaning), or found none (its build
+    # reschedules).  Nova deletes the allocation once the driver returns.
+    _placement(drv, [fakes.INSTANCE])
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
+    inventory, _ = _inventory(drv, reserver, tree)
+    assert inventory['total'] - inventory['reserved'] - 1 == 4
+    with mock.patch.object(capacity, 'change_inventory',
+                           return_value=True) as change, \
+            mock.patch.object(consumers, 'given_up', return_value=set()):
+        if ends == 'destroy':
+            reserver.hold()
+            drv.destroy(None, fakes.instance(), [])
+        else:
+            reserver.errors['claim'] = exception.NoNodeAvailable(
+                instance=fakes.INSTANCE, requirements='resource_class=X')
+            with pytest.raises(nova_exception.ComputeResourcesUnavailable):
+                drv.spawn(None, fakes.instance(), fakes.image_meta(), [],
+                          'secret', {}, network_info=[])
+    # Told before Nova deletes the allocation: once it is gone, placement
+    # offers Ironic's 4, not 5.
+    (_client, _context, _provider, wanted), _ = change.call_args
+    entry = wanted({})['CUSTOM_BAREMETAL']
+    assert entry['total'] - entry['reserved'] - 0 == 4
+
+
 def test_nova_not_answering_counts_every_allocation(drv, reserver, tree):
     _placement(drv, ['i-1', 'failed'])
     reserver.hold('i-1')
