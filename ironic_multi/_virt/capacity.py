@@ -155,11 +155,12 @@ class WaitingBuilds(object):
     """Which allocations against this provider hold no node yet.
 
     A consumer seen for the first time is a build that waits for a node
-    until this service claims one for it (``claimed``).  The consumers
-    there at the first read are taken to hold theirs.  One that waits
-    longer than ``confirm_after`` seconds is looked up (``holds(uuid)``,
-    True, False or None when unknown): an instance adopted from another
-    host holds its node without a claim here.
+    until this service claims one for it (``claimed``).  The instances
+    on the host at the start hold theirs (:meth:`hold`); failing that,
+    the consumers there at the first read are taken to hold theirs.  One
+    that waits longer than ``confirm_after`` seconds is looked up
+    (``holds(uuid)``, True, False or None when unknown): an instance
+    adopted from another host holds its node without a claim here.
 
     A consumer whose allocation is about to leave (:meth:`leaves`: its
     claim failed and it reschedules, or it is being destroyed) neither
@@ -176,6 +177,10 @@ class WaitingBuilds(object):
         self._since = {}
         # {consumer: monotonic time it was said to leave}
         self._leaving = {}
+
+    def hold(self, uuids):
+        """These consumers hold their nodes (the host's instances)."""
+        self._held = set(self._held or ()) | set(uuids)
 
     def leaves(self, uuid):
         """The allocation of ``uuid`` leaves placement soon."""
@@ -257,9 +262,11 @@ def inventory(cluster, used, idle=None, waiting=None, leaving=None):
         if not reported:
             continue
         staying = in_use - min(leaving.get(name, 0), in_use)
-        # Never below what the allocations use: placement would warn.
+        # Never below what the allocations that stay use (placement
+        # warns when below what they all use): the capacity is then
+        # right once the leaving ones have left.
         reserved = min(max(total - free - staying + waiting.get(name, 0),
-                           0), reported - in_use - unused)
+                           0), reported - staying - unused)
         result[name] = {
             'total': reported,
             'reserved': reserved,

@@ -187,6 +187,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         # start, and at each refresh until Nova could be asked once.
         self._reserver.add_periodic('ownership marks', self._own_instances,
                                     CONF.ironic_multi.pool_refresh_interval)
+        self._hold_instances_here()
         self._reserver.start()
         self._own_instances()
         self._instances = instances.LocalInstances(self._reserver)
@@ -206,6 +207,18 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def _end_left_tasks(self):
         self._left_tasks.end(nova_context.get_admin_context())
+
+    def _hold_instances_here(self):
+        """The instances here hold nodes; what comes later is a build.
+
+        Before the first placement read, which a build may beat.
+        """
+        try:
+            self._waiting.hold(consumers.host_instances(self._host))
+        except Exception as e:
+            LOG.warning('Cannot list the instances of this host (%s): the '
+                        'allocations placement has at the first read are '
+                        'taken to hold their nodes', e)
 
     def _own_instances(self):
         if self._owned:

@@ -12,16 +12,11 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""What the fault and elasticity tests share: bursts, ring watching."""
+"""What the fault and elasticity tests share: bursts, hosts, moves."""
 
 import collections
-import datetime
-import threading
 import time
 
-from tooz import coordination as tooz_coordination
-
-from ironic_multi._reservation import membership
 from ironic_multi.testing.cloud import cloud as cloud_mod
 
 ADMIN = cloud_mod.ADMIN_CLOUD
@@ -65,92 +60,6 @@ def fault_of(server):
 def hosts_of(cloud, server_ids):
     compute = cloud.connection(ADMIN).compute
     return {i: compute.get_server(i).compute_host for i in server_ids}
-
-
-class RingWatch(object):
-    """Polls the coordination group; records when hosts join and leave.
-
-    ``events`` is ``[(time.time(), 'join' or 'leave', host)]``: wall
-    clock, to compare with the services' logs.
-    """
-
-    POLL = 0.05
-
-    def __init__(self, cloud):
-        self._coordinator = tooz_coordination.get_coordinator(
-            cloud.coordination_url, b'test-observer')
-        self._group = cloud.coordination_group.encode()
-        self.events = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def hosts(self):
-        members = self._coordinator.get_members(self._group).get()
-        return {membership.host_of(m.decode()) for m in members}
-
-    def __enter__(self):
-        self._coordinator.start()
-        self._known = self.hosts()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._coordinator.stop()
-
-    def _run(self):
-        while not self._stop.is_set():
-            hosts = self.hosts()
-            now = time.time()
-            for host in hosts - self._known:
-                self.events.append((now, 'join', host))
-            for host in self._known - hosts:
-                self.events.append((now, 'leave', host))
-            self._known = hosts
-            time.sleep(self.POLL)
-
-    def when(self, kind, host, timeout=60):
-        """The time of the first ``kind`` event of ``host``; waits."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for at, event, who in self.events:
-                if (event, who) == (kind, host):
-                    return at
-            time.sleep(self.POLL)
-        raise AssertionError('%s did not %s the ring within %d s: %s' % (
-            host, kind, timeout, self.events))
-
-
-def _stamp(line):
-    # oslo.log starts each line with the local time, to the millisecond.
-    return datetime.datetime.strptime(line[:23],
-                                      '%Y-%m-%d %H:%M:%S.%f').timestamp()
-
-
-def logged_at(service, text):
-    """``time.time()`` of the last line of a service's log with ``text``."""
-    with open(service.log_path, errors='replace') as f:
-        lines = [line for line in f if text in line]
-    assert lines, 'no %r in %s' % (text, service.log_path)
-    return _stamp(lines[-1])
-
-
-def logged_after(service, text, since, timeout=10):
-    """``time.time()`` of the first line with ``text`` from ``since`` on.
-
-    Waits up to ``timeout`` s for it.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        with open(service.log_path, errors='replace') as f:
-            found = [_stamp(line) for line in f if text in line]
-        later = [at for at in found if at >= since]
-        if later:
-            return later[0]
-        assert time.monotonic() < deadline, 'no %r since %s in %s' % (
-            text, since, service.log_path)
-        time.sleep(0.2)
 
 
 def wait_until_moved(cloud, server_ids, away_from, timeout):

@@ -25,7 +25,7 @@ import os
 import time
 
 from ironic_multi.testing.cloud import cloud as cloud_mod
-from tests.cloud import faults
+from ironic_multi.testing.cloud import watch
 
 ADMIN = cloud_mod.ADMIN_CLOUD
 # Neutron's agent type of networking-baremetal's agent (one per node).
@@ -92,7 +92,7 @@ def _parse(stamp):
 def test_a_partitioned_compute_leaves_the_ring_and_comes_back(
         cloud, record_property):
     host, other = cloud.computes[0], cloud.computes[1]
-    with faults.RingWatch(cloud) as ring:
+    with watch.RingWatch(cloud) as ring:
         assert host in ring.hosts()
         cut = time.time()
         cloud.partition(host)

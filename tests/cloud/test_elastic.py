@@ -19,6 +19,7 @@ adopt, delete)."""
 import time
 
 from ironic_multi.testing.cloud import cloud as cloud_mod
+from ironic_multi.testing.cloud import watch
 from tests.cloud import faults
 
 ADMIN = cloud_mod.ADMIN_CLOUD
@@ -31,7 +32,7 @@ def test_scale_out_then_in_under_load(cloud, servers, record_property):
     # -- scale out while a burst is in flight ------------------------------
     first = faults.post_servers(cloud, FIRST, 'out')
     servers.extend(first)
-    with faults.RingWatch(cloud) as ring:
+    with watch.RingWatch(cloud) as ring:
         started, signalled = time.monotonic(), time.time()
         new = cloud.add_compute(wait=False)
         # The ring watch keeps wall-clock times.

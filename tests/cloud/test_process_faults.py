@@ -22,6 +22,7 @@ import signal
 import time
 
 from ironic_multi.testing.cloud import cloud as cloud_mod
+from ironic_multi.testing.cloud import watch
 from tests.cloud import faults
 
 ADMIN = cloud_mod.ADMIN_CLOUD
@@ -109,7 +110,7 @@ def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
     assert set(before) == set(cloud.computes)
     service = cloud.service(cloud.compute_service(host))
     try:
-        with faults.RingWatch(cloud) as ring:
+        with watch.RingWatch(cloud) as ring:
             stopped = time.monotonic()
             signalled = time.time()
             service.send_signal(signal.SIGTERM)
@@ -118,16 +119,16 @@ def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
         # Nova stops its RPC server first (seconds), then waits for the
         # tasks in progress, then calls cleanup_host: only the last is
         # the driver's.
-        shutdown = faults.logged_at(service, SHUTDOWN_STARTS)
-        cleanup = faults.logged_at(service, CLEANUP_STARTS)
+        shutdown = watch.logged_at(service, SHUTDOWN_STARTS)
+        cleanup = watch.logged_at(service, CLEANUP_STARTS)
         left, own = left_at - signalled, left_at - cleanup
         after = {row['Host']: set(row['Shard Keys'])
                  for row in cloud.manage('ring', 'show',
                                          host=cloud.computes[0])}
         # The survivors' rings: the watch on the group (etcd) wakes each
         # at the leave, not at its next member poll.
-        seen = [faults.logged_after(cloud.service(cloud.compute_service(h)),
-                                    RING_CHANGED, signalled)
+        seen = [watch.logged_after(cloud.service(cloud.compute_service(h)),
+                                   RING_CHANGED, signalled)
                 for h in cloud.computes if h != host]
         moved = max(seen) - signalled
         record_property('sigterm_to_survivors_rings_seconds',

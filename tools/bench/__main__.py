@@ -35,6 +35,8 @@ cloud       boots on the multi-process cloud: ours, in-tree, fake
             (cloudboots.py; about 9 minutes, three clouds in turn)
 capacity    placement against Ironic through bursts at full and 2x
             capacity, ours and in-tree (cloudcapacity.py; two clouds)
+ring        shard keys moved after a graceful stop and a crash of a
+            compute (cloudring.py; one cloud)
 scale       100,000 nodes (scale.py)
 """
 
@@ -73,6 +75,7 @@ MEASUREMENTS = (
     ('scale', 'scale', 'measure', 'TITLE'),
     ('cloud', 'cloudboots', 'measure', 'TITLE'),
     ('capacity', 'cloudcapacity', 'measure', 'TITLE'),
+    ('ring', 'cloudring', 'measure', 'TITLE'),
 )
 NAMES = [m[0] for m in MEASUREMENTS]
 PG = ('127.0.0.1', 5432)

@@ -96,6 +96,24 @@ def test_builds_waiting_for_a_node_take_their_nodes_off(
     assert 0 <= entry['reserved'] <= entry['total']
 
 
+@pytest.mark.parametrize('free, used, waiting, leaving', [
+    # A burst past capacity: 12 allocations here (5 hold nodes, 7 wait),
+    # no node free, and one build found none: its allocation leaves.
+    (0, 12, 6, 1),
+    # A destroy: its node goes to cleaning, the allocation leaves.
+    (4, 3, 0, 1),
+])
+def test_an_allocation_that_leaves_gives_no_node_back(free, used, waiting,
+                                                      leaving):
+    entry = capacity.inventory(
+        {'baremetal': {'total': 16, 'free': free}}, {BM: used}, None,
+        {BM: waiting}, {BM: leaving})[BM]
+    before = entry['total'] - entry['reserved'] - used
+    after = entry['total'] - entry['reserved'] - (used - leaving)
+    assert after == max(free - waiting, 0)
+    assert before <= after
+
+
 class TestWaitingBuilds:
 
     GOLD = {'CUSTOM_GOLD': 1}
@@ -112,6 +130,13 @@ class TestWaitingBuilds:
     def test_consumers_there_at_the_first_read_hold_their_nodes(self):
         builds = self._builds()
         assert builds.update({'a': self.GOLD}, set(), set()) == {}
+        assert builds.update({'a': self.GOLD, 'b': self.GOLD}, set(),
+                             set()) == {'b': self.GOLD}
+
+    def test_the_hosts_instances_hold_their_nodes_from_the_start(self):
+        builds = self._builds()
+        builds.hold({'a'})
+        # A build allocated before the first read still waits.
         assert builds.update({'a': self.GOLD, 'b': self.GOLD}, set(),
                              set()) == {'b': self.GOLD}
 

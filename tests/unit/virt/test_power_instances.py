@@ -331,8 +331,13 @@ def test_update_provider_tree(drv, reserver, tree):
     assert reserver.extra['inventory'] == expected
 
 
-def _placement(drv, allocations):
-    """Placement's answer to GET /resource_providers/{uuid}/allocations."""
+def _placement(drv, allocations, new=()):
+    """Placement's answer to GET /resource_providers/{uuid}/allocations.
+
+    The consumers were instances of the host when it started, but those
+    ``new`` (builds sent since).
+    """
+    drv._waiting.hold(set(allocations) - set(new))
     answer = mock.Mock(status_code=200, __bool__=lambda self: True)
     answer.json.return_value = {'allocations': {
         uuid: {'resources': {'CUSTOM_BAREMETAL': 1}} for uuid in allocations}}
@@ -404,7 +409,7 @@ def test_a_build_waiting_for_a_node_is_hidden_from_every_provider(
     reserver.cluster = {'baremetal': {'total': 10, 'free': 6}}
     _inventory(drv, reserver, tree)
     assert reserver.waiting == {}
-    _placement(drv, ['i-1', 'new'])
+    _placement(drv, ['i-1', 'new'], new=['new'])
     reserver.others_waiting = {'CUSTOM_BAREMETAL': 2}
     inventory, _ = _inventory(drv, reserver, tree)
     assert reserver.waiting == {'new': {'CUSTOM_BAREMETAL': 1}}
@@ -417,6 +422,18 @@ def test_a_build_waiting_for_a_node_is_hidden_from_every_provider(
     inventory, _ = _inventory(drv, reserver, tree)
     assert reserver.waiting == {}
     assert inventory['total'] - inventory['reserved'] - 2 == 3
+
+
+def test_the_instances_of_the_host_at_its_start_wait_for_nothing(
+        reserver, tree, monkeypatch):
+    monkeypatch.setattr(consumers, 'host_instances', lambda host: ['i-1'])
+    drv = driver.IronicMultiDriver(None, reserver=reserver)
+    drv.init_host(fakes.HOST)
+    # A build sent before the first read of placement still waits.
+    _placement(drv, ['i-1', 'build'], new=['i-1', 'build'])
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 6}}
+    _inventory(drv, reserver, tree)
+    assert reserver.waiting == {'build': {'CUSTOM_BAREMETAL': 1}}
 
 
 @pytest.mark.parametrize('ends', ['destroy', 'claim fails'])
