@@ -32,9 +32,11 @@ class _Placement(columns.FormattableColumn):
             if seen is None:
                 lines.append('%s: -' % host)
             else:
-                lines.append('%s: total %s, reserved %s, used %s, free %s'
+                lines.append('%s: total %s, reserved %s, used %s, free %s, '
+                             'builds waiting %s'
                              % (host, seen['total'], seen['reserved'],
-                                seen['used'], seen['free']))
+                                seen['used'], seen['free'],
+                                seen['waiting']))
         return '\n'.join(lines)
 
 
@@ -50,9 +52,10 @@ class Capacity(base.Lister):
     that can serve an instance, Used by reservations, Free for a claim.
     Beside, under Placement, what each live compute service reports to
     placement (total and reserved of its one resource provider), the
-    nodes its own instances use, and the free count placement derives:
-    total - reserved - used.  It converges to Free; "-" where a service
-    published no inventory.
+    nodes its own instances use, the free count placement derives
+    (total - reserved - used) and the service's builds that wait for a
+    node.  The free count converges to Free less every service's builds
+    waiting; "-" where a service published no inventory.
     """
 
     def take_action(self, parsed_args):
@@ -73,10 +76,11 @@ class Capacity(base.Lister):
                        _placement_class(reservation.resource_class))
                 used[key] = used.get(key, 0) + 1
 
-        inventories = {
-            host: payload.get('inventory')
-            for host, payload in self.sources.payloads_by_host(
-                self.sources.services()).items()}
+        payloads = self.sources.payloads_by_host(self.sources.services())
+        inventories = {host: payload.get('inventory')
+                       for host, payload in payloads.items()}
+        waiting = {host: capacity_mod.waiting_of(payload)
+                   for host, payload in payloads.items()}
         classes = set(ironic)
         for inventory in inventories.values():
             classes.update(inventory or ())
@@ -93,7 +97,8 @@ class Capacity(base.Lister):
                 in_use = used.get((host, name), 0)
                 placement[host] = {'total': total, 'reserved': reserved,
                                    'used': in_use,
-                                   'free': total - reserved - in_use}
+                                   'free': total - reserved - in_use,
+                                   'waiting': waiting[host].get(name, 0)}
             counts = ironic.get(name)
             rows.append((
                 ', '.join(sorted(names.get(name, ()))) or '-',

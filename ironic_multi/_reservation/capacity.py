@@ -296,6 +296,11 @@ def _add(totals, shard_counts):
     return totals
 
 
+def waiting_of(payload):
+    """Units per placement class a member's builds wait for."""
+    return _add_waiting([payload])
+
+
 def _add_waiting(payloads):
     waiting = {}
     for payload in payloads:

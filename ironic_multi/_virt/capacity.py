@@ -58,6 +58,7 @@ node leaves ``free`` as its build leaves ``waiting``).
 
 import copy
 import re
+import threading
 import time
 
 from nova import context as nova_context
@@ -172,6 +173,9 @@ class WaitingBuilds(object):
     def __init__(self, holds, confirm_after):
         self._holds = holds
         self._confirm_after = confirm_after
+        # The refresh, the capacity follower and the builds' threads all
+        # update it.
+        self._lock = threading.Lock()
         self._held = None
         # {consumer: monotonic time it was first seen, or last looked up}
         self._since = {}
@@ -180,11 +184,13 @@ class WaitingBuilds(object):
 
     def hold(self, uuids):
         """These consumers hold their nodes (the host's instances)."""
-        self._held = set(self._held or ()) | set(uuids)
+        with self._lock:
+            self._held = set(self._held or ()) | set(uuids)
 
     def leaves(self, uuid):
         """The allocation of ``uuid`` leaves placement soon."""
-        self._leaving[uuid] = time.monotonic()
+        with self._lock:
+            self._leaving[uuid] = time.monotonic()
 
     def update(self, allocations, idle, claimed):
         """``{consumer: resources}`` of the builds waiting for a node.
@@ -194,6 +200,10 @@ class WaitingBuilds(object):
         :param idle: consumers that hold no node and never will.
         :param claimed: consumers this service claimed a node for lately.
         """
+        with self._lock:
+            return self._update(allocations, idle, claimed)
+
+    def _update(self, allocations, idle, claimed):
         consumers = set(allocations)
         if self._held is None:
             self._held = set(consumers)
@@ -218,7 +228,8 @@ class WaitingBuilds(object):
 
     def leaving(self):
         """The consumers of the last :meth:`update` that leave soon."""
-        return set(self._leaving)
+        with self._lock:
+            return set(self._leaving)
 
 
 def inventory(cluster, used, idle=None, waiting=None, leaving=None):

@@ -36,6 +36,8 @@ Nova:
 - ``startup``: refusing to start on a bad configuration.
 """
 
+import threading
+
 from nova import block_device
 from nova.compute import task_states
 from nova.compute import vm_states
@@ -119,6 +121,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._nodeless = set()
         self._waiting = capacity.WaitingBuilds(self._holds_node,
                                                _CONFIRM_WAITING_AFTER)
+        self._telling = threading.Lock()
 
     # -- life cycle ---------------------------------------------------------
 
@@ -309,19 +312,23 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         client = self._placement_client()
         if client is None:
             return
-        self._refresh_inventory(reserver)
-        try:
-            told = capacity.tell_placement(
-                client, nova_context.get_admin_context(),
-                host_mod.compute_node_uuid(self._host), self._inventory)
-        except Exception as e:
-            LOG.warning('Cannot tell placement the cluster\'s capacity now '
-                        '(%s); the next periodic update of the resources '
-                        'does', e)
-            return
+        # One at a time (the follower, a failed build, a destroy): an
+        # inventory computed before another's must not be written after.
+        with self._telling:
+            self._refresh_inventory(reserver)
+            inventory = self._inventory
+            try:
+                told = capacity.tell_placement(
+                    client, nova_context.get_admin_context(),
+                    host_mod.compute_node_uuid(self._host), inventory)
+            except Exception as e:
+                LOG.warning('Cannot tell placement the cluster\'s capacity '
+                            'now (%s); the next periodic update of the '
+                            'resources does', e)
+                return
         if told:
             LOG.debug('Told placement the cluster\'s capacity: %s',
-                      self._inventory)
+                      inventory)
 
     def _placement_client(self):
         """The compute manager's placement client, once it reported.

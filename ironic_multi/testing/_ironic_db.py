@@ -21,6 +21,7 @@ test venv need not.  Keystone's venv runs the database chores too.
     python _ironic_db.py create ADMIN_URL NAME
     python _ironic_db.py drop ADMIN_URL NAME
     python _ironic_db.py databases ADMIN_URL LIKE_PATTERN
+    python _ironic_db.py connections ADMIN_URL MINIMUM
     python _ironic_db.py clone URL TEMPLATE_UUID < copies.json
     python _ironic_db.py wipe URL
     python _ironic_db.py provision URL NODE_UUID STATE
@@ -73,6 +74,27 @@ def databases(admin_url, pattern):
         names = sorted(row[0] for row in conn.execute(
             query, {'pattern': pattern}))
     print('\n'.join(names))
+
+
+def connections(admin_url, minimum):
+    """Raise a MariaDB server's ``max_connections`` to ``minimum``.
+
+    Prints the limit before and after.  A cloud's services open pools
+    of their own against one server: Debian's default of 151 was seen
+    exhausted in a burst.  Nothing on PostgreSQL (it needs a restart).
+    """
+    engine = _admin_engine(admin_url)
+    if engine.name != 'mysql':
+        return
+    with engine.connect() as conn:
+        before = conn.exec_driver_sql(
+            'SELECT @@GLOBAL.max_connections').scalar()
+        if before < int(minimum):
+            conn.exec_driver_sql('SET GLOBAL max_connections = %d'
+                                 % int(minimum))
+        after = conn.exec_driver_sql(
+            'SELECT @@GLOBAL.max_connections').scalar()
+    print(before, after)
 
 
 def clone(url, template_uuid):
@@ -185,8 +207,8 @@ def _admin_engine(admin_url):
 
 def main(argv):
     commands = {'create': create, 'drop': drop, 'databases': databases,
-                'clone': clone, 'wipe': wipe, 'provision': provision,
-                'configdrive-file': configdrive_file}
+                'connections': connections, 'clone': clone, 'wipe': wipe,
+                'provision': provision, 'configdrive-file': configdrive_file}
     commands[argv[1]](*argv[2:])
 
 

@@ -424,6 +424,18 @@ def create_database(python, kind, name, error=ServerError, admin_url=None):
     return url.render_as_string(hide_password=False)
 
 
+def allow_connections(python, kind, minimum, error=ServerError,
+                      admin_url=None):
+    """At least ``minimum`` connections on the ``kind`` server.
+
+    :param admin_url: another server than the machine's.
+    :returns: ``(limit before, limit after)``, or None (PostgreSQL).
+    """
+    output = _run_db_tool(python, error, 'connections',
+                          admin_url or ADMIN_URLS[kind], str(minimum))
+    return tuple(int(n) for n in output.split()) or None
+
+
 def drop_database(python, kind, name, error=ServerError):
     _run_db_tool(python, error, 'drop', ADMIN_URLS[kind], name)
 
@@ -437,6 +449,7 @@ def _run_db_tool(python, error, *args):
         raise error('%s %s exited with %d:\n%s' % (
             os.path.basename(DB_TOOL), args[0], result.returncode,
             result.stderr[-3000:]))
+    return result.stdout
 
 
 def _signal_group(pgid, signum):

@@ -302,6 +302,8 @@ def test_capacity_beside_what_placement_is_told(cluster, capsys):
     cluster.services['svc-a'].publish_extra(inventory={
         'CUSTOM_GOLD': {'total': 5, 'reserved': 3, 'max_unit': 1}})
     cluster.services['svc-a'].refresh()
+    cluster.services['svc-a'].builds_waiting(
+        {'i-new': {'CUSTOM_GOLD': 1}})
 
     rows = run_json(capsys, cluster.conf, 'capacity')
 
@@ -310,7 +312,8 @@ def test_capacity_beside_what_placement_is_told(cluster, capsys):
         'Resource Class': 'gold', 'Placement Class': 'CUSTOM_GOLD',
         'Total': 5, 'Used': 1, 'Free': 4,
         'Placement': {
-            'svc-a': {'total': 5, 'reserved': 3, 'used': 1, 'free': 1},
+            'svc-a': {'total': 5, 'reserved': 3, 'used': 1, 'free': 1,
+                      'waiting': 1},
             'svc-b': None}}
     assert by_class['silver']['Total'] == 2
     assert by_class['silver']['Free'] == 2

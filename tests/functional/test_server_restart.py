@@ -113,6 +113,24 @@ def test_a_private_mariadb_restarts_with_its_databases(tmp_path):
     assert 'ready for connections' in (tmp_path / 'database.log').read_text()
 
 
+def test_a_mariadb_is_made_to_allow_the_clouds_connections(tmp_path):
+    python = os.path.join(os.path.dirname(venvs.ensure_venv('ironic')),
+                          'python')
+    service = database.make_service(str(tmp_path / 'base'), str(tmp_path))
+    service.start()
+    try:
+        wanted = database.MAX_CONNECTIONS + 100
+        assert _process.allow_connections(
+            python, 'mysql', wanted, admin_url=service.admin_url) == (
+                database.MAX_CONNECTIONS, wanted)
+        # Never lowered.
+        assert _process.allow_connections(
+            python, 'mysql', 10, admin_url=service.admin_url) == (
+                wanted, wanted)
+    finally:
+        assert service.stop() == 0
+
+
 def test_a_private_mariadb_starts_in_a_deep_directory(tmp_path):
     """A TMPDIR deep enough for the socket's path to pass 107 bytes."""
     base = tmp_path / ('d' * 110)

@@ -31,7 +31,10 @@ give each provider's free units (capacity - used).  Placement offers:
 
 A sample *over-reports* when placement offers more than Ironic had free
 just before (Ironic is read first): a build sent on it can only fail its
-claim and reschedule.  Reschedules
+claim and reschedule.  It *under-reports* when placement offers less:
+ours hides the nodes that builds already sent to a compute will claim
+(they are spoken for), and in-tree hides a node from its allocation
+until its spawn writes the instance on the node.  Reschedules
 are counted from Nova's instance actions: every build a compute began
 (``compute__do_build_and_run_instance``) but the last one of an ACTIVE
 server.  The goals (issue 29): over-reporting in at most 2 % of the

@@ -284,6 +284,8 @@ class Cloud(fixtures.Fixture):
             log_dir=self.log_dir))
         self._add(process.ServerService('etcd', self.etcd))
         self.coordination_url = self.etcd.url
+        if self.database is None:
+            self._allow_connections()
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
             databases = pool.map(self._create_database, DATABASES)
             self.keystone = self.useFixture(keystone_server.KeystoneServer(
@@ -402,6 +404,13 @@ class Cloud(fixtures.Fixture):
         return _process.create_database(
             self.python, 'mysql', label, error=CloudError,
             admin_url=self.database.admin_url)
+
+    def _allow_connections(self):
+        limits = _process.allow_connections(
+            self.python, 'mysql', database.MAX_CONNECTIONS, error=CloudError)
+        if limits and limits[0] != limits[1]:
+            LOG.info('Raised the MariaDB server\'s max_connections from '
+                     '%d to %d', *limits)
 
     def _create_database(self, label):
         if self.database is not None:

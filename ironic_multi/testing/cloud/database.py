@@ -47,6 +47,9 @@ KIND = 'mariadb'
 SOCKET = 'mysqld.sock'
 NAME = 'database'
 # Small: the cloud's databases are a few MB each.
+# Each of the cloud's services opens a pool of its own, which grows in a
+# burst: Debian's default of 151 ran out once on the machine's server.
+MAX_CONNECTIONS = 500
 SETTINGS = (
     '--bind-address=127.0.0.1',
     '--skip-name-resolve',
@@ -54,7 +57,7 @@ SETTINGS = (
     '--collation-server=utf8mb4_general_ci',
     '--innodb-buffer-pool-size=32M',
     '--performance-schema=off',
-    '--max-connections=500',
+    '--max-connections=%d' % MAX_CONNECTIONS,
     # Nothing to warm up: a dump at each stop is writes for nothing.
     '--innodb-buffer-pool-dump-at-shutdown=OFF',
     '--innodb-buffer-pool-load-at-startup=OFF',

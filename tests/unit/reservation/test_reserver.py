@@ -434,6 +434,24 @@ class TestCoordinationDown:
                 'total': 2 * len(SHARDS), 'free': 2 * len(SHARDS) - 2}
         assert reservation.shard in owned
 
+    def test_waiting_builds_count_here_and_reach_the_others_later(
+            self, cluster):
+        a, b = cluster['a'], cluster['b']
+        a.refresh()
+        b.refresh()
+        down = exception.CoordinationUnavailable(url='file://x',
+                                                 reason='gone')
+        waiting = {'i0': {'CUSTOM_GOLD': 1}}
+        with mock.patch.object(a.membership, 'publish', side_effect=down):
+            assert a.builds_waiting(waiting) is True
+        assert a.cluster_waiting() == {'CUSTOM_GOLD': 1}
+        b.refresh()
+        assert b.cluster_waiting() == {}
+        # Back: the next change (or refresh) publishes it.
+        a.refresh()
+        b.refresh()
+        assert b.cluster_waiting() == {'CUSTOM_GOLD': 1}
+
 
 def test_the_deprecated_option_name_still_selects_the_provider(tmp_path):
     conf_file = tmp_path / 'nova.conf'
