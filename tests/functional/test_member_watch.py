@@ -142,3 +142,44 @@ def test_a_claim_reaches_the_other_members_sum_through_the_watch(
     finally:
         for service in services:
             service.stop()
+
+
+# A graceful leave reaches the survivor's ring: through the watch on
+# etcd, at the next member poll (ring_poll_interval, 1 s) elsewhere.
+LEAVE_BOUNDS = {'etcd3': WITHIN, 'redis': 1.5, 'file': 1.5}
+
+
+def test_a_graceful_leave_moves_the_survivors_ring(
+        coordination, tmp_path, record_property):
+    url, group = coordination
+    backend = url.split(':', 1)[0].split('+', 1)[0]
+    inventory = static_nodes.StaticInventory(tmp_path / 'nodes')
+    inventory.add_nodes(4, 'gold')
+    conf = test_reservers.make_conf(
+        node_provider='static', static_inventory=inventory.path,
+        coordination_url=url, pool_refresh_interval=3600,
+        coordination_group=group)
+    services = [reserver_mod.Reserver(conf, host=host) for host in 'ab']
+    try:
+        for service in services:
+            service.start()
+        wait_for(lambda: all(s.ring.hosts == {'a', 'b'} for s in services),
+                 timeout=10, what='both services in both rings')
+        if backend == 'etcd3':
+            wait_for(lambda: services[0]._member_watch.streaming, timeout=5,
+                     what='the watch stream')
+        # stop() leaves the group first, then waits for its threads: the
+        # ring moves while it returns.
+        stopping = threading.Thread(target=services[1].stop)
+        left = time.monotonic()
+        stopping.start()
+        wait_for(lambda: services[0].ring.hosts == {'a'}, timeout=10,
+                 interval=0.01, what='the survivor\'s ring to move')
+        seconds = time.monotonic() - left
+        stopping.join()
+    finally:
+        for service in services:
+            service.stop()
+    record_property('graceful_leave_to_ring_seconds_%s' % backend,
+                    round(seconds, 3))
+    assert seconds < LEAVE_BOUNDS[backend]
