@@ -121,7 +121,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._nodeless = set()
         self._waiting = capacity.WaitingBuilds(self._holds_node,
                                                _CONFIRM_WAITING_AFTER)
-        self._telling = threading.Lock()
+        self._telling = threading.RLock()
 
     # -- life cycle ---------------------------------------------------------
 
@@ -190,9 +190,9 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         # start, and at each refresh until Nova could be asked once.
         self._reserver.add_periodic('ownership marks', self._own_instances,
                                     CONF.ironic_multi.pool_refresh_interval)
-        self._hold_instances_here()
+        here = self._instances_here()
         self._reserver.start()
-        self._own_instances()
+        self._own_instances(here)
         self._instances = instances.LocalInstances(self._reserver)
         # What the node provider cannot do, Nova must not offer.
         self.capabilities = dict(
@@ -211,23 +211,28 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
     def _end_left_tasks(self):
         self._left_tasks.end(nova_context.get_admin_context())
 
-    def _hold_instances_here(self):
-        """The instances here hold nodes; what comes later is a build.
+    def _instances_here(self):
+        """The instances of this host in Nova, or None when Nova can't say.
 
-        Before the first placement read, which a build may beat.
+        They hold nodes: an allocation that comes later is a build (told
+        before the first placement read, which a build may beat).
         """
         try:
-            self._waiting.hold(consumers.host_instances(self._host))
+            here = consumers.host_instances(self._host)
         except Exception as e:
             LOG.warning('Cannot list the instances of this host (%s): the '
                         'allocations placement has at the first read are '
                         'taken to hold their nodes', e)
+            return None
+        self._waiting.hold(here)
+        return here
 
-    def _own_instances(self):
+    def _own_instances(self, here=None):
         if self._owned:
             return
         try:
-            self._reserver.own(consumers.host_instances(self._host))
+            self._reserver.own(here if here is not None
+                               else consumers.host_instances(self._host))
         except Exception as e:
             LOG.warning('Cannot mark the nodes of this host\'s instances as '
                         'this group\'s yet (%s); trying again at the next '
@@ -277,29 +282,33 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         they agree: placement's own count of this host's allocations moves
         the free count between refreshes.  And nothing here runs under the
         resource tracker's lock, where builds queue.
+
+        One computation at a time, in the order they read: the resource
+        tracker writes the last one, which must be the newest.
         """
-        allocations = None
-        client = getattr(self.virtapi, 'reportclient', None)
-        if client is not None:
-            allocations = capacity.allocations_in_placement(
-                client, host_mod.compute_node_uuid(self._host))
-        if allocations is None:
-            used, idle, leaving = capacity.used_by_flavors(
-                capacity.flavors_on_host(self._host)), {}, {}
-        else:
-            used = capacity.add_up(allocations.values())
-            nodeless = self._idle(allocations)
-            idle = capacity.add_up(allocations[uuid] for uuid in nodeless)
-            reserver.builds_waiting(self._waiting.update(
-                allocations, nodeless, reserver.claimed_lately()))
-            leaving = capacity.add_up(
-                allocations[uuid] for uuid in self._waiting.leaving()
-                if uuid not in nodeless)
-        self._used = used
-        self._inventory = capacity.inventory(
-            reserver.cluster_capacity(), used, idle,
-            reserver.cluster_waiting(), leaving)
-        reserver.publish_extra(inventory=self._inventory)
+        with self._telling:
+            allocations = None
+            client = getattr(self.virtapi, 'reportclient', None)
+            if client is not None:
+                allocations = capacity.allocations_in_placement(
+                    client, host_mod.compute_node_uuid(self._host))
+            if allocations is None:
+                used, idle, leaving = capacity.used_by_flavors(
+                    capacity.flavors_on_host(self._host)), {}, {}
+            else:
+                used = capacity.add_up(allocations.values())
+                nodeless = self._idle(allocations)
+                idle = capacity.add_up(allocations[uuid] for uuid in nodeless)
+                reserver.builds_waiting(self._waiting.update(
+                    allocations, nodeless, reserver.claimed_lately()))
+                leaving = capacity.add_up(
+                    allocations[uuid] for uuid in self._waiting.leaving()
+                    if uuid not in nodeless)
+            self._used = used
+            self._inventory = capacity.inventory(
+                reserver.cluster_capacity(), used, idle,
+                reserver.cluster_waiting(), leaving)
+            reserver.publish_extra(inventory=self._inventory)
 
     def _tell_placement(self, reserver):
         """Tell placement the cluster's capacity now, not at the periodic.

@@ -91,44 +91,44 @@ def test_keystone_restarts_with_its_keys(tmp_path):
     assert os.path.getsize(tmp_path / 'keystone.log') > 0
 
 
-def test_a_private_mariadb_restarts_with_its_databases(tmp_path):
+@pytest.fixture
+def mariadb(tmp_path):
+    """``(python with the database tool's drivers, a private MariaDB)``."""
     python = os.path.join(os.path.dirname(venvs.ensure_venv('ironic')),
                           'python')
     service = database.make_service(str(tmp_path / 'base'), str(tmp_path))
     service.start()
     try:
-        url = _process.create_database(python, 'mysql', 'kept',
-                                       admin_url=service.admin_url)
-        assert url.startswith('mysql+pymysql://root@127.0.0.1:%d/kept'
-                              % service.port)
-        first = service.pid
-        service.restart()
-        assert service.pid != first
-        found = subprocess.run(
-            [python, _process.DB_TOOL, 'databases', service.admin_url,
-             'kept'], capture_output=True, text=True, check=True)
-        assert found.stdout.split() == ['kept']
+        yield python, service
     finally:
         assert service.stop() == 0
+
+
+def test_a_private_mariadb_restarts_with_its_databases(mariadb, tmp_path):
+    python, service = mariadb
+    url = _process.create_database(python, 'mysql', 'kept',
+                                   admin_url=service.admin_url)
+    assert url.startswith('mysql+pymysql://root@127.0.0.1:%d/kept'
+                          % service.port)
+    first = service.pid
+    service.restart()
+    assert service.pid != first
+    found = subprocess.run(
+        [python, _process.DB_TOOL, 'databases', service.admin_url,
+         'kept'], capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ['kept']
     assert 'ready for connections' in (tmp_path / 'database.log').read_text()
 
 
-def test_a_mariadb_is_made_to_allow_the_clouds_connections(tmp_path):
-    python = os.path.join(os.path.dirname(venvs.ensure_venv('ironic')),
-                          'python')
-    service = database.make_service(str(tmp_path / 'base'), str(tmp_path))
-    service.start()
-    try:
-        wanted = database.MAX_CONNECTIONS + 100
-        assert _process.allow_connections(
-            python, 'mysql', wanted, admin_url=service.admin_url) == (
-                database.MAX_CONNECTIONS, wanted)
-        # Never lowered.
-        assert _process.allow_connections(
-            python, 'mysql', 10, admin_url=service.admin_url) == (
-                wanted, wanted)
-    finally:
-        assert service.stop() == 0
+def test_a_mariadb_is_made_to_allow_the_clouds_connections(mariadb):
+    python, service = mariadb
+    wanted = database.MAX_CONNECTIONS + 100
+    assert _process.allow_connections(
+        python, 'mysql', wanted, admin_url=service.admin_url) == (
+            database.MAX_CONNECTIONS, wanted)
+    # Never lowered.
+    assert _process.allow_connections(
+        python, 'mysql', 10, admin_url=service.admin_url) == (wanted, wanted)
 
 
 def test_a_private_mariadb_starts_in_a_deep_directory(tmp_path):
