@@ -292,8 +292,13 @@ def inventory(cluster, used, idle=None, waiting=None, leaving=None):
 # Placement microversion of the inventory calls (reserved may equal total).
 INVENTORY_VERSION = '1.26'
 # Writes of one inventory: a write that conflicts (an allocation moved
-# the provider's generation) is read and written again.
-_WRITES = 3
+# the provider's generation) is read and written again.  In a burst the
+# allocations move it several times a second.
+_WRITES = 6
+
+
+class InventoryConflict(nova_exception.ResourceProviderUpdateFailed):
+    """Every write of the inventory met a generation moved since its read."""
 
 
 def change_inventory(client, context, provider, change):
@@ -311,7 +316,8 @@ def change_inventory(client, context, provider, change):
         placement has, nothing is written.
     :returns: whether placement's inventory was written.
     :raises ResourceProviderUpdateFailed: placement refused it, or could
-        not be read.
+        not be read; :class:`InventoryConflict` when every write met a
+        newer generation.
     """
     url = '/resource_providers/%s/inventories' % provider
     for attempt in range(1, _WRITES + 1):
@@ -332,7 +338,10 @@ def change_inventory(client, context, provider, change):
         if put.status_code == 200:
             _keep_cache_in_step(client, provider, put.json())
             return True
-        if put.status_code != 409 or attempt == _WRITES:
+        if put.status_code == 409 and attempt == _WRITES:
+            raise InventoryConflict(url=url, error='HTTP 409 %d times: %s'
+                                    % (_WRITES, put.text))
+        if put.status_code != 409:
             raise nova_exception.ResourceProviderUpdateFailed(
                 url=url, error='HTTP %s %s' % (put.status_code, put.text))
         LOG.debug('Inventory of provider %s changed while it was written; '

@@ -330,6 +330,13 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                 told = capacity.tell_placement(
                     client, nova_context.get_admin_context(),
                     host_mod.compute_node_uuid(self._host), inventory)
+            except capacity.InventoryConflict as e:
+                # A burst of allocations on this provider: try again as
+                # soon as this pass ends, not at the next periodic.
+                LOG.debug('Placement\'s inventory moved under every write '
+                          '(%s); writing it again', e)
+                self._reserver.capacity_changed()
+                return
             except Exception as e:
                 LOG.warning('Cannot tell placement the cluster\'s capacity '
                             'now (%s); the next periodic update of the '

@@ -338,10 +338,13 @@ def test_an_inventory_written_during_a_conflict_is_read_and_written_again():
     assert len(placement.written) == 2
 
 
-@pytest.mark.parametrize('puts', [[400], [409, 409, 409]])
-def test_an_inventory_placement_refuses_is_a_typed_error(puts):
+@pytest.mark.parametrize('puts, error', [
+    ([400], nova_exception.ResourceProviderUpdateFailed),
+    ([409] * capacity._WRITES, capacity.InventoryConflict),
+])
+def test_an_inventory_placement_refuses_is_a_typed_error(puts, error):
     placement = _Inventories(puts)
-    with pytest.raises(nova_exception.ResourceProviderUpdateFailed):
+    with pytest.raises(error):
         capacity.change_inventory(placement, mock.Mock(), 'rp-1',
                                   lambda current: {BM: {'total': 1}})
     assert len(placement.written) == len(puts)

@@ -523,10 +523,17 @@ def test_a_capacity_change_is_told_to_placement_once_reported(
             drv.virtapi.reportclient, host.compute_node_uuid(fakes.HOST))
         # 7 nodes taken, one of them by this host's instance.
         assert wanted({})['CUSTOM_BAREMETAL']['reserved'] == 6
+        # Allocations moved the generation under every write: again as
+        # soon as this pass ends.
+        change.side_effect = capacity.InventoryConflict(
+            url='/resource_providers', error='HTTP 409')
+        _follow(drv, reserver)
+        assert reserver.capacity_changes == 1
         # Placement away: logged, nothing raised; the periodic tells it.
         change.side_effect = nova_exception.ResourceProviderUpdateFailed(
             url='/resource_providers', error='HTTP 503')
         _follow(drv, reserver)
+        assert reserver.capacity_changes == 1
     assert any('Cannot tell placement' in r.message
                for r in caplog.records if r.levelname == 'WARNING')
 
