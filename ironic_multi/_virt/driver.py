@@ -161,8 +161,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
             # The compute manager's placement client, whose provider cache
             # the takeover keeps right.
             report_client=self._report_client,
-            on_adopted=lambda result: self._refresh_inventory(
-                self._reserver))
+            on_adopted=self._adopted)
         self._reserver.add_request_handler('adopt', self._takeover.serve)
         self._reserver.add_request_handler('migrate-plan', migration.Migration(
             self._reserver, self._takeover, self._report_client, CONF).serve)
@@ -210,6 +209,11 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def _end_left_tasks(self):
         self._left_tasks.end(nova_context.get_admin_context())
+
+    def _adopted(self, result):
+        """Adopted instances hold their nodes: none of them is a build."""
+        self._waiting.hold(result['adopted'])
+        self._refresh_inventory(self._reserver)
 
     def _instances_here(self):
         """The instances of this host in Nova, or None when Nova can't say.

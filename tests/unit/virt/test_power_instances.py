@@ -436,6 +436,19 @@ def test_the_instances_of_the_host_at_its_start_wait_for_nothing(
     assert reserver.waiting == {'build': {'CUSTOM_BAREMETAL': 1}}
 
 
+def test_adopted_instances_wait_for_nothing(drv, reserver, tree):
+    _placement(drv, ['i-1'])
+    reserver.cluster = {'baremetal': {'total': 10, 'free': 6}}
+    _inventory(drv, reserver, tree)
+    # A takeover moved two instances' allocations here: they hold nodes.
+    _placement(drv, ['i-1', 'a-1', 'a-2'], new=['a-1', 'a-2'])
+    with mock.patch.object(consumers, 'given_up', return_value=set()):
+        drv._takeover._on_adopted({'adopted': ['a-1', 'a-2']})
+    assert reserver.waiting == {}
+    inventory = drv._inventory['CUSTOM_BAREMETAL']
+    assert inventory['total'] - inventory['reserved'] - 3 == 6
+
+
 @pytest.mark.parametrize('ends', ['destroy', 'claim fails'])
 def test_an_allocation_about_to_leave_gives_no_node_back(drv, reserver, tree,
                                                          ends):
