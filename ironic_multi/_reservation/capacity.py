@@ -166,6 +166,13 @@ class CapacityBoard(object):
             payload = dict(self._payload, taken=self._recent_claims(),
                            waiting=dict(self._waiting))
             others = self._others
+        return self._publish_sum(payload, others)
+
+    def _publish_sum(self, payload, others):
+        """Sum with ``payload`` at once, then publish it; whether it moved.
+
+        Summed first: counted here even when the backend refuses it.
+        """
         changed = self._add_up(payload, others)
         self._membership.publish(payload)
         return changed
@@ -181,7 +188,7 @@ class CapacityBoard(object):
             all the same.
         """
         with self._lock:
-            claimed = {claim.get('instance') for claim in self._taken.values()}
+            claimed = self._claimed()
             waiting = {uuid: dict(resources)
                        for uuid, resources in waiting.items()
                        if uuid not in claimed}
@@ -192,14 +199,15 @@ class CapacityBoard(object):
                 return False
             payload = dict(self._payload, waiting=dict(waiting))
             others = self._others
-        changed = self._add_up(payload, others)
-        self._membership.publish(payload)
-        return changed
+        return self._publish_sum(payload, others)
 
     def claimed_lately(self):
         """The instances whose claims this member published lately."""
         with self._lock:
-            return {claim.get('instance') for claim in self._taken.values()}
+            return self._claimed()
+
+    def _claimed(self):
+        return {claim.get('instance') for claim in self._taken.values()}
 
     def reread(self):
         """Read the other members' payloads again and sum them.
