@@ -17,6 +17,7 @@
 import concurrent.futures
 import ctypes
 import queue
+import random
 import signal
 import socket
 import subprocess
@@ -26,8 +27,53 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
+_EPHEMERAL_RANGE = '/proc/sys/net/ipv4/ip_local_port_range'
+# Linux's default, for a kernel that does not say.
+_DEFAULT_EPHEMERAL = (32768, 60999)
+_LOWEST = 10000
+_handed_out = set()
+_handed_out_lock = threading.Lock()
+
+
+def ephemeral_range(path=_EPHEMERAL_RANGE):
+    """The (low, high) ports the kernel gives to outgoing connections."""
+    try:
+        with open(path) as f:
+            low, high = (int(value) for value in f.read().split())
+    except (OSError, ValueError):
+        return _DEFAULT_EPHEMERAL
+    return low, high
+
+
+def _candidates(low, high):
+    below = range(_LOWEST, low)
+    above = range(high + 1, 65536)
+    return below if len(below) >= len(above) else above
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing is bound to right now.
+
+    A test server binds the port later, a minute later in a cloud that
+    starts a dozen services first.  A port from the kernel's ephemeral
+    range (what binding port 0 gives) can be taken in between as the local
+    end of any outgoing connection, and the server dies with EADDRINUSE.
+    So the port comes from outside that range, where the kernel never puts
+    a connection by itself, and no port is handed out twice by a process.
+    """
+    candidates = _candidates(*ephemeral_range())
+    with _handed_out_lock:
+        for port in random.sample(candidates, min(len(candidates), 200)):
+            if port in _handed_out:
+                continue
+            with socket.socket() as sock:
+                try:
+                    sock.bind(('127.0.0.1', port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
+    # A kernel whose ephemeral range covers nearly every port: its choice.
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
