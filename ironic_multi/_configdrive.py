@@ -82,8 +82,11 @@ def network_metadata(network_info, node_network):
                 # cloud-init reads bonding options named bond_*.
                 link[key if key.startswith('bond') else 'bond_' + key] = value
             for port in bonded:
+                # The bond's MTU (in-tree gives none): Ironic replaces
+                # the network data of a drive with a link without one.
                 members.append({'id': port.id, 'type': 'phy',
-                                'ethernet_mac_address': port.address})
+                                'ethernet_mac_address': port.address,
+                                'mtu': link.get('mtu')})
                 link['bond_links'].append(port.id)
         elif link['vif_id'] in ports:
             link.update(type='phy', ethernet_mac_address=ports[

@@ -212,12 +212,12 @@ def test_build_configdrive_is_gzipped_base64():
                                    network_info=[], network_metadata=None)
 
 
-def _vif(vif_id, address):
+def _vif(vif_id, address, mtu=None):
     ip = network_model.FixedIP(address=address)
     return network_model.VIF(
         id=vif_id, address='fa:16:3e:00:00:%s' % vif_id[-1],
         network=network_model.Network(
-            id='net', subnets=[network_model.Subnet(
+            id='net', mtu=mtu, subnets=[network_model.Subnet(
                 cidr='10.0.0.0/24', ips=[ip])]))
 
 
@@ -225,7 +225,7 @@ def test_network_data_names_the_nodes_macs_and_bonds():
     # As Nova's in-tree driver: a VIF on a port is that NIC's MAC; one on
     # a port group is a bond of the group's ports, with its options.
     network_info = network_model.NetworkInfo([
-        _vif('vif-1', '10.0.0.5'), _vif('vif-2', '10.0.0.6')])
+        _vif('vif-1', '10.0.0.5', mtu=9000), _vif('vif-2', '10.0.0.6')])
     node_network = base.NodeNetwork(
         ports=(base.NodePort('p1', '52:54:00:00:00:01', None, 'g1'),
                base.NodePort('p2', '52:54:00:00:00:02', None, 'g1'),
@@ -240,8 +240,12 @@ def test_network_data_names_the_nodes_macs_and_bonds():
                          ethernet_mac_address='52:54:00:00:00:0a',
                          bond_links=['p1', 'p2'], bond_miimon='100',
                          bond_xmit_hash_policy='layer2')]
+    # The members have the bond's MTU: Ironic replaces the network data
+    # of a drive with a link without one.
     assert links['p1'] == {'id': 'p1', 'type': 'phy',
-                           'ethernet_mac_address': '52:54:00:00:00:01'}
+                           'ethernet_mac_address': '52:54:00:00:00:01',
+                           'mtu': 9000}
+    assert bond[0]['mtu'] == 9000
     assert links['p2']['ethernet_mac_address'] == '52:54:00:00:00:02'
     (nic,) = [link for link in found['links']
               if link.get('vif_id') == 'vif-2']
