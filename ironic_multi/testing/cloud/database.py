@@ -31,6 +31,8 @@ import os
 import shutil
 import subprocess
 
+import pymysql
+
 from ironic_multi.testing import _net
 from ironic_multi.testing.cloud import process
 
@@ -92,6 +94,21 @@ def _user_args():
     return ['--user=%s' % getpass.getuser()] if os.getuid() == 0 else []
 
 
+def _answers(port):
+    """Whether the server on ``port`` lets root log in.
+
+    Not only listening: MariaDB listens before its start-up ends, and a
+    SIGTERM then is left unanswered (seen: a stop 0.1 s after the port
+    opened, killed 60 s later).
+    """
+    try:
+        pymysql.connect(host='127.0.0.1', port=port, user='root',
+                        connect_timeout=1, read_timeout=1).close()
+        return True
+    except (pymysql.MySQLError, OSError):
+        return False
+
+
 def make_service(base_dir, log_dir):
     """Install a data directory and return the server as a Service.
 
@@ -119,7 +136,7 @@ def make_service(base_dir, log_dir):
             '--port=%d' % port] + list(SETTINGS) + _user_args()
     service = process.Service(
         NAME, argv, log_dir, {'PATH': os.environ.get('PATH', '/usr/bin')},
-        ready=lambda: _net.listening('127.0.0.1', port), kind=KIND,
+        ready=lambda: _answers(port), kind=KIND,
         start_timeout=START_TIMEOUT, stop_timeout=STOP_TIMEOUT)
     service.port = port
     service.admin_url = 'mysql+pymysql://root@127.0.0.1:%d/' % port
