@@ -22,16 +22,18 @@ Each step only if the previous found nothing free:
    new shard keys).
 
 Candidates are offered in shuffled batches, so that racing services pick
-different nodes; the provider's atomic claim decides.  The whole claim,
-listings included, is bounded by ``claim_timeout``.
+different nodes; the provider's atomic claim decides.  They are drawn
+lazily: a claim looks at the few nodes it offers, not at every node of a
+pool of thousands.  The whole claim, listings included, is bounded by
+``claim_timeout``.
 """
 
-import random
 import threading
 import time
 
 from oslo_log import log as logging
 
+from ironic_multi._reservation import filters
 from ironic_multi._reservation import lifecycle
 from ironic_multi import exception
 
@@ -104,11 +106,9 @@ class ClaimStrategy(object):
 
     def _try(self, stage, candidates, instance_uuid, requirements, deadline,
              deployment):
-        random.shuffle(candidates)
-        while candidates:
-            self._check(deadline, instance_uuid)
-            batch, mine, candidates = self._take(candidates)
+        for batch, mine in self._batches(candidates):
             try:
+                self._check(deadline, instance_uuid)
                 return self._provider.claim(batch, instance_uuid,
                                             requirements, deadline,
                                             claimer=self._claimer,
@@ -123,42 +123,55 @@ class ClaimStrategy(object):
                     self._in_flight.difference_update(mine)
         return None
 
-    def _take(self, candidates):
-        """``(batch, marked, rest)``: ``marked`` are now on offer by us.
+    def _batches(self, candidates):
+        """``(batch, marked)`` pairs; ``marked`` are now on offer by us.
 
-        The batch holds the first nodes that no other claim of this service
-        offers now; when every one is on offer, it races for them all the
-        same (and marks none).  The rest keeps its order.
+        A batch holds the next nodes that no other claim of this service
+        offers now.  Those on offer are put aside, and raced for all the
+        same once the others are spent (marking only those no longer on
+        offer by then).
         """
-        with self._lock:
-            free = [n for n in candidates if n['uuid'] not in self._in_flight]
-            batch = (free or candidates)[:self._batch_size]
-            taken = {n['uuid'] for n in batch}
-            marked = taken - self._in_flight
-            self._in_flight.update(marked)
-        return batch, marked, [n for n in candidates
-                               if n['uuid'] not in taken]
+        on_offer, batch = [], []
+        for node in candidates:
+            with self._lock:
+                if node['uuid'] in self._in_flight:
+                    on_offer.append(node)
+                    continue
+                self._in_flight.add(node['uuid'])
+            batch.append(node)
+            if len(batch) == self._batch_size:
+                yield batch, {n['uuid'] for n in batch}
+                batch = []
+        if batch:
+            yield batch, {n['uuid'] for n in batch}
+        for start in range(0, len(on_offer), self._batch_size):
+            batch = on_offer[start:start + self._batch_size]
+            with self._lock:
+                marked = {n['uuid'] for n in batch} - self._in_flight
+                self._in_flight.update(marked)
+            yield batch, marked
 
     def _candidates(self, requirements, instance_uuid, deadline):
         """``(stage, fresh nodes)`` in the order the module gives."""
         tried = set()
 
         def fresh(nodes):
-            nodes = [n for n in nodes if n['uuid'] not in tried]
-            tried.update(n['uuid'] for n in nodes)
-            return nodes
+            for node in nodes:
+                if node['uuid'] not in tried:
+                    tried.add(node['uuid'])
+                    yield node
 
-        yield 'the ready pool', fresh(self._provider.ready_nodes(
+        yield 'the ready pool', fresh(self._provider.ready_candidates(
             requirements, self._ring.owned()))
         for host in self._ring.successors(self._ring.host):
             shards = self._ring.owned_by(host)
             if shards:
                 self._check(deadline, instance_uuid)
-                yield ('shards of %s' % host,
-                       fresh(self._provider.search(requirements, shards)))
+                yield ('shards of %s' % host, fresh(filters.shuffled(
+                    self._provider.search(requirements, shards))))
         self._check(deadline, instance_uuid)
-        yield 'all nodes', fresh(self._provider.search(requirements,
-                                                       self._ring.scope))
+        yield 'all nodes', fresh(filters.shuffled(
+            self._provider.search(requirements, self._ring.scope)))
 
     def _check(self, deadline, instance_uuid):
         if time.monotonic() >= deadline:

@@ -20,6 +20,7 @@ counts as absent. Each filter answers one question and says why a node fails.
 
 import abc
 import collections
+import random
 
 from oslo_log import log as logging
 
@@ -85,6 +86,14 @@ class Filter(metaclass=abc.ABCMeta):
     def passes(self, node, requirements):
         return self.reason(node, requirements) is None
 
+    def applies(self, requirements):
+        """False when no node can fail it for these requirements.
+
+        :func:`match` then skips it: at 10^5 nodes a claim's filtering
+        is per node, and most flavors ask for a resource class alone.
+        """
+        return True
+
 
 class ReadyFilter(Filter):
     """Nodes a claim may take now, as their provider judges it.
@@ -108,6 +117,9 @@ class ConductorGroupFilter(Filter):
         self.conductor_group = (None if conductor_group is None
                                 else conductor_group.lower())
 
+    def applies(self, requirements):
+        return self.conductor_group is not None
+
     def reason(self, node, requirements):
         group = (node.get('conductor_group') or '').lower()
         if self.conductor_group is not None and group != self.conductor_group:
@@ -127,15 +139,36 @@ class OwnerFilter(Filter):
 
 
 class ResourceClassFilter(Filter):
+    def applies(self, requirements):
+        return bool(requirements.resource_class)
+
     def reason(self, node, requirements):
         wanted = requirements.resource_class
         have = node.get('resource_class')
-        if wanted and (not have
-                       or reqs.normalize_resource_class(have) != wanted):
+        if wanted and not _is_class(have, wanted):
             return 'resource class is %s' % have
 
 
+def _is_class(name, wanted):
+    """Whether Ironic's resource class ``name`` is placement's ``wanted``."""
+    return bool(name) and reqs.normalize_resource_class(name) == wanted
+
+
+def requested_classes(names, requirements):
+    """Which of Ironic's resource class ``names`` a request asks for.
+
+    None when it asks for none in particular: every class.
+    """
+    wanted = requirements.resource_class
+    if not wanted:
+        return None
+    return [name for name in names if _is_class(name, wanted)]
+
+
 class PropertiesFilter(Filter):
+    def applies(self, requirements):
+        return bool(requirements.minimums)
+
     def reason(self, node, requirements):
         for name, minimum in requirements.minimums:
             have = _node_int(node, name)
@@ -144,6 +177,10 @@ class PropertiesFilter(Filter):
 
 
 class TraitsFilter(Filter):
+    def applies(self, requirements):
+        return bool(requirements.required_traits
+                    or requirements.forbidden_traits)
+
     def reason(self, node, requirements):
         traits = set(node.get('traits') or ())
         missing = requirements.required_traits - traits
@@ -155,9 +192,12 @@ class TraitsFilter(Filter):
 
 
 class CapabilitiesFilter(Filter):
+    def applies(self, requirements):
+        return bool(requirements.capabilities
+                    or requirements.legacy_capabilities)
+
     def reason(self, node, requirements):
-        if not (requirements.capabilities
-                or requirements.legacy_capabilities):
+        if not self.applies(requirements):
             return None
         caps = _node_capabilities(node)
         checks = requirements.capabilities + tuple(
@@ -173,15 +213,20 @@ class CapabilitiesFilter(Filter):
 def matching_filters(conductor_group=None):
     """Every filter on what a node is, cheap and selective ones first.
 
-    Whether a node is free is the provider's to say: it puts its
-    :class:`ReadyFilter` in front of these.
+    Whether a node is free is the provider's to say: it adds its
+    :class:`ReadyFilter`, in front of these or, for nodes already known
+    to be free, behind them.
     """
-    return (ConductorGroupFilter(conductor_group), OwnerFilter(),
-            ResourceClassFilter(), PropertiesFilter(), TraitsFilter(),
+    return (ResourceClassFilter(), ConductorGroupFilter(conductor_group),
+            OwnerFilter(), PropertiesFilter(), TraitsFilter(),
             CapabilitiesFilter())
 
 
 MATCHING_FILTERS = matching_filters()
+
+
+def _applying(filters, requirements):
+    return [f for f in filters if f.applies(requirements)]
 
 
 def match(nodes, requirements, filters=MATCHING_FILTERS):
@@ -193,6 +238,7 @@ def match(nodes, requirements, filters=MATCHING_FILTERS):
     matched = []
     rejected = collections.Counter()
     examples = {}
+    filters = _applying(filters, requirements)
     for node in nodes:
         for node_filter in filters:
             why = node_filter.reason(node, requirements)
@@ -212,3 +258,28 @@ def match(nodes, requirements, filters=MATCHING_FILTERS):
                    '%s %d (e.g. %s)' % (name, count, examples[name])
                    for name, count in rejected.items()) or 'none'})
     return matched
+
+
+def matching(nodes, requirements, filters=MATCHING_FILTERS):
+    """The nodes that pass every filter, lazily, in the order given.
+
+    For a claim, which needs the first few: at 10^5 nodes, filtering a
+    whole pool costs more than the claim's PATCH.
+    """
+    filters = _applying(filters, requirements)
+    for node in nodes:
+        if all(f.reason(node, requirements) is None for f in filters):
+            yield node
+
+
+def shuffled(items):
+    """``items`` in random order, drawn one at a time as they are used.
+
+    A Fisher-Yates shuffle run lazily: each item drawn costs O(1), and the
+    items never drawn cost only their copy.
+    """
+    items = list(items)
+    for end in range(len(items) - 1, -1, -1):
+        pick = random.randint(0, end)
+        items[pick], items[end] = items[end], items[pick]
+        yield items[end]

@@ -43,6 +43,7 @@ node's.
 """
 
 import dataclasses
+import functools
 import re
 
 from ironic_multi._reservation import _spec_ops
@@ -64,6 +65,9 @@ _STANDARD = {'DISK_GB': 'local_gb', 'MEMORY_MB': 'memory_mb',
              'VCPU': 'cpus'}
 
 
+# Every node of the pool is checked at every claim, and a cloud has few
+# resource classes: each is normalized once.
+@functools.lru_cache(maxsize=256)
 def normalize_resource_class(name):
     """The placement name Nova gives an Ironic resource class.
 

@@ -369,6 +369,15 @@ class ProviderContract(object):
         assert restarted.release(instance).node_uuid == reservation.node_uuid
         assert self.provider.lookup(instance) is None
 
+    def test_ready_candidates_are_the_ready_nodes(self):
+        gold = set(self.add_nodes(3))
+        self.add_nodes(2, resource_class='baremetal-bronze')
+        shards = frozenset([self.shard])
+        assert self.ready_uuids() == gold
+        drawn = [n['uuid'] for n in self.provider.ready_candidates(
+            request(), shards)]
+        assert sorted(drawn) == sorted(gold)
+
     def test_ready_nodes_filters_by_shard(self):
         here = set(self.add_nodes(2))
         there = set(self.add_nodes(3, shard=self.other_shard))

@@ -15,18 +15,19 @@
 """Scale: 100,000 nodes, K = 4 services.
 
 100,000 nodes (a quarter of class ``gold``, in every shard) over 32 shard
-keys, copied in
-bulk with an ``updated_at``; K = 4 services in processes of their own,
-claiming by allocation (the slower of the two claim modes; PATCH is the
-default), Redis coordination.  Measured:
+keys, copied in bulk with an ``updated_at``; K = 4 services in processes
+of their own, each with a reservation service per claim mode (PATCH, the
+default, and allocation), Redis coordination.  Measured:
 
 - memory per service: VmRSS of its process (``/proc/PID/status``) after
   its imports and before it read a node, after its first full read, and
   at the end (and the peak, VmHWM);
-- full refresh (flush, then refresh: every service at once) and
-  incremental refresh on a quiet cloud, per service;
-- claim latency from the warm pool, interleaved with a raw ``PATCH
-  instance_uuid`` as in ``claims``;
+- full refresh (flush, then refresh: every service at once), against
+  a raw paged listing of the same nodes (the same shards, fields and
+  page size; every service at once), the two in turn; and incremental
+  refresh on a quiet cloud, per service;
+- claim latency from the warm pool in both modes, interleaved with a raw
+  ``PATCH instance_uuid`` as in ``claims``;
 - the published capacity: the JSON size of what each member publishes
   through the coordination group (``membership.published()``).
 
@@ -42,11 +43,18 @@ TITLE = 'Scale: 100,000 nodes, K = 4 services'
 
 NODES, QUICK_NODES = 100000, 10000
 GOLD_SHARE = 4          # one node in 4 is gold
-# Each full pass at 100,000 nodes is about 45 s: one, with K services.
-FULL_ROUNDS, QUICK_FULL_ROUNDS = 1, 2
+# Each full pass at 100,000 nodes is about 45 s with K services: two of
+# each (refresh, raw listing), in turn.
+FULL_ROUNDS, QUICK_FULL_ROUNDS = 2, 3
 INCREMENTAL_ROUNDS = 3
 CLAIM_ROUNDS, QUICK_CLAIM_ROUNDS = 24, 16
-MODE = 'allocation'
+MODES = ('patch', 'allocation')
+# The mode whose pool is refreshed and profiled (the pool does not
+# depend on the claim mode).
+MODE = 'patch'
+# The goals of the issue: claims within 1.3x a raw PATCH, a full refresh
+# within 1.2x a raw listing of the same nodes.
+CLAIM_GOAL, REFRESH_GOAL = 1.3, 1.2
 OPTIONS = {'pool_refresh_interval': 86400,
            'pool_full_refresh_interval': 86400}
 PROFILE_CLAIMS = 10
@@ -59,7 +67,7 @@ def measure(bench):
         common.GOLD if _gold(i) else common.OTHER))
     fleet_seconds = bench.fleets[-1]['seconds']
     other = [u for i, u in enumerate(uuids) if not _gold(i)]
-    group = common.Group(bench, modes=(MODE,), options=OPTIONS)
+    group = common.Group(bench, modes=MODES, options=OPTIONS)
     bench.cache['scale'] = group
     try:
         return _measure(bench, group, count, other, fleet_seconds, quick)
@@ -81,19 +89,27 @@ def _measure(bench, group, count, other, fleet_seconds, quick):
               'after_start_kib': [m.rss_kib() for m in members]}
     owned = [len(a[MODE]['owned']) for a in group.settled]
 
-    full, incremental = [], []
-    for _ in range(QUICK_FULL_ROUNDS if quick else FULL_ROUNDS):
-        full.append([a[MODE] for a in group.broadcast(op='refresh',
-                                                      flush=True)])
-        common.say('full refresh: %s s per service, %d records' % (
-            ', '.join('%.1f' % a['seconds'] for a in full[-1]),
-            sum(a['served'] for a in full[-1])))
+    full, listed, incremental = [], [], []
+    for _, order in common.rotations(
+            ('refresh', 'list'), QUICK_FULL_ROUNDS if quick else FULL_ROUNDS):
+        for what in order:
+            if what == 'refresh':
+                full.append([a[MODE] for a in group.broadcast(
+                    op='refresh', flush=True, modes=[MODE])])
+            else:
+                listed.append(group.broadcast(op='rawlist', mode=MODE))
+        common.say('full refresh: %s s per service, %d records; raw '
+                   'listing: %s s' % (
+                       ', '.join('%.1f' % a['seconds'] for a in full[-1]),
+                       sum(a['served'] for a in full[-1]),
+                       ', '.join('%.1f' % a['seconds'] for a in listed[-1])))
     api_pid = common.ironic_api_pid(bench.server)
 
     def incrementals():
         for _ in range(INCREMENTAL_ROUNDS):
             incremental.append([a[MODE] for a in
-                                group.broadcast(op='refresh')])
+                                group.broadcast(op='refresh',
+                                                modes=[MODE])])
 
     _, ironic_incremental = common.spy(api_pid, incrementals,
                                        focus='ironic/')
@@ -103,11 +119,11 @@ def _measure(bench, group, count, other, fleet_seconds, quick):
     pool_nodes = [a['read'] for a in full[-1]]
 
     rounds = QUICK_CLAIM_ROUNDS if quick else CLAIM_ROUNDS
-    seconds = {'raw': [], MODE: []}
+    seconds = {op: [] for op in ('raw',) + MODES}
     stages = collections.Counter()
 
     def claims():
-        for index, order in common.rotations(('raw', MODE), rounds):
+        for index, order in common.rotations(('raw',) + MODES, rounds):
             member = members[index % len(members)]
             answer = member.call(op='latency', order=order,
                                  raw_node=other[index % len(other)])
@@ -121,18 +137,23 @@ def _measure(bench, group, count, other, fleet_seconds, quick):
                     stages[outcome.get('stage', '?')] += 1
 
     _, ironic_claims = common.spy(api_pid, claims, focus='ironic/')
-    common.say('%d claims: p50 %.0f ms (raw PATCH %.0f ms)' % (
-        rounds, 1000 * statistics.median(seconds[MODE]),
+    common.say('%d claims each: p50 %s (raw PATCH %.0f ms)' % (
+        rounds, ', '.join('%s %.0f ms' % (mode, 1000 * statistics.median(
+            seconds[mode])) for mode in MODES),
         1000 * statistics.median(seconds['raw'])))
-    profile = members[0].call(op='profile', what='claim', mode=MODE,
-                              count=PROFILE_CLAIMS)
+    claim_profiles = {mode: members[0].call(op='profile', what='claim',
+                                            mode=mode, count=PROFILE_CLAIMS)
+                      for mode in MODES}
     published = [a[MODE] for a in group.broadcast(op='published')]
     memory['end_kib'] = [m.rss_kib() for m in members]
     memory['peak_kib'] = [m.hwm_kib() for m in members]
     profiles = {
-        'claim': {'tool': 'pyinstrument, in a service, %d claims one after '
-                          'another' % PROFILE_CLAIMS,
-                  'text': '\n'.join(profile['text'].splitlines()[:60])},
+        'claim_%s' % mode: {
+            'tool': 'pyinstrument, in a service, %d claims one after '
+                    'another' % PROFILE_CLAIMS,
+            'text': '\n'.join(profile['text'].splitlines()[:60])}
+        for mode, profile in claim_profiles.items()}
+    profiles.update({
         'ironic_during_claims': {
             'tool': 'py-spy on Ironic\'s API process (CPU only) during '
                     'the claim rounds',
@@ -142,24 +163,31 @@ def _measure(bench, group, count, other, fleet_seconds, quick):
                     'the incremental refreshes',
             'text': (ironic_incremental.get('text')
                      or ironic_incremental.get('error'))},
-    }
+    })
     return _report(count, fleet_seconds, group, owned, pool_nodes, memory,
-                   full, incremental, seconds, profiles, published, quick,
-                   dict(stages))
+                   full, listed, incremental, seconds, profiles, published,
+                   quick, dict(stages))
 
 
 def _report(count, fleet_seconds, group, owned, pool_nodes, memory, full,
-            incremental, seconds, profiles, published, quick, stages):
+            listed, incremental, seconds, profiles, published, quick,
+            stages):
     services = len(group)
     full_seconds = [a['seconds'] for run in full for a in run]
+    listed_seconds = [a['seconds'] for run in listed for a in run]
+    # Paired: service i's refresh and its listing of the same round.
+    refresh_ratio = common.ratio(full_seconds, listed_seconds)
     incremental_seconds = [a['seconds'] for run in incremental for a in run]
     grown = [after - before for after, before in
              zip(memory['after_start_kib'], memory['before_read_kib'])]
     per_node = [1024.0 * g / n for g, n in zip(grown, pool_nodes) if n]
     latency = {op: common.summary(v, scale=1000.0)
                for op, v in seconds.items()}
-    ratios = {'p50': common.ratio(seconds[MODE], seconds['raw'], q=50),
-              'p99': common.ratio(seconds[MODE], seconds['raw'], q=99)}
+    ratios = {mode: {'p50': common.ratio(seconds[mode], seconds['raw'],
+                                         q=50),
+                     'p99': common.ratio(seconds[mode], seconds['raw'],
+                                         q=99)}
+              for mode in MODES}
     capacity = published[0]['cluster_capacity']
     total = sum(counts.get('total', 0) for counts in capacity.values())
     mib = lambda kib: round(kib / 1024.0, 1)
@@ -184,20 +212,29 @@ def _report(count, fleet_seconds, group, owned, pool_nodes, memory, full,
         ['full refresh per service (s)',
          round(statistics.median(full_seconds), 2),
          '%.2f-%.2f' % (min(full_seconds), max(full_seconds))],
+        ['raw paged listing of the same nodes, per service (s)',
+         round(statistics.median(listed_seconds), 2),
+         '%.2f-%.2f' % (min(listed_seconds), max(listed_seconds))],
+        ['full refresh / raw listing, p50 (spread)',
+         common.spread_text(refresh_ratio), ''],
         ['incremental refresh per service (s)',
          round(statistics.median(incremental_seconds), 3),
          '%.3f-%.3f' % (min(incremental_seconds),
                         max(incremental_seconds))],
-        ['claim by allocation p50 / p99 (ms)',
-         '%s / %s' % (latency[MODE]['p50'], latency[MODE]['p99']),
-         '%s-%s' % (latency[MODE]['min'], latency[MODE]['max'])],
         ['raw PATCH p50 / p99 (ms)',
          '%s / %s' % (latency['raw']['p50'], latency['raw']['p99']),
          '%s-%s' % (latency['raw']['min'], latency['raw']['max'])],
-        ['claim / raw PATCH, p50 (spread)', common.spread_text(ratios['p50']),
-         ''],
-        ['claim / raw PATCH, p99 (spread)', common.spread_text(ratios['p99']),
-         ''],
+    ]
+    for mode in MODES:
+        rows += [
+            ['claim by %s p50 / p99 (ms)' % mode,
+             '%s / %s' % (latency[mode]['p50'], latency[mode]['p99']),
+             '%s-%s' % (latency[mode]['min'], latency[mode]['max'])],
+            ['claim by %s / raw PATCH, p50 (spread)' % mode,
+             common.spread_text(ratios[mode]['p50']), ''],
+            ['claim by %s / raw PATCH, p99 (spread)' % mode,
+             common.spread_text(ratios[mode]['p99']), '']]
+    rows += [
         ['published payload per member (bytes)',
          statistics.median(p['bytes'] for p in published),
          '%d-%d' % (min(p['bytes'] for p in published),
@@ -206,7 +243,7 @@ def _report(count, fleet_seconds, group, owned, pool_nodes, memory, full,
          published[0]['all_bytes'], '%d members' % published[0]['members']],
     ]
     results = {
-        'nodes': count, 'services': services, 'mode': MODE,
+        'nodes': count, 'services': services, 'modes': MODES,
         'shards': common.SHARD_COUNT,
         'fleet_seconds': fleet_seconds,
         'start_seconds': round(group.start_seconds, 1),
@@ -216,11 +253,13 @@ def _report(count, fleet_seconds, group, owned, pool_nodes, memory, full,
         'full_refresh': [[{k: a[k] for k in ('seconds', 'read', 'served',
                                              'listings')} for a in run]
                          for run in full],
+        'raw_listing': listed,
+        'full_refresh_ratio': refresh_ratio,
         'incremental_refresh': [[{k: a[k] for k in ('seconds', 'read',
                                                     'served', 'listings')}
                                  for a in run] for run in incremental],
         'claim_ms': latency, 'claim_ratios': ratios,
-        'claim_rounds': len(seconds[MODE]),
+        'claim_rounds': len(seconds['raw']),
         'claims_won_by_stage': stages,
         'published': published,
         'cluster_total': total,
@@ -228,9 +267,10 @@ def _report(count, fleet_seconds, group, owned, pool_nodes, memory, full,
         'notes': [
             'K services read their shards at once (full), then refresh '
             'with nothing changed (incremental); seconds are per service',
-            'claims one at a time, the services in turn, interleaved with '
-            'a raw PATCH (rotating order); mode: allocations (the '
-            'slower one; PATCH is the default)',
+            'a raw listing: the same shards, fields and page size as the '
+            'full refresh, every service at once, the two in turn',
+            'claims one at a time, the services in turn, in both modes '
+            'interleaved with a raw PATCH (rotating order)',
             'memory: VmRSS from /proc; RSS growth per node = (RSS after '
             'the first full read - RSS before it) / nodes read: the pool '
             'and what reading it left allocated'],
@@ -238,25 +278,35 @@ def _report(count, fleet_seconds, group, owned, pool_nodes, memory, full,
     if quick:
         results['notes'].append('quick run: %d nodes instead of %d'
                                 % (count, NODES))
-    goals = []
+    goals = [common.goal('claim by %s p50 / raw PATCH' % mode,
+                         '<= %.1fx' % CLAIM_GOAL,
+                         common.spread_text(ratios[mode]['p50']),
+                         ratios[mode]['p50']['ratio'] <= CLAIM_GOAL)
+             for mode in MODES]
+    goals.append(common.goal('full refresh / raw paged listing, p50',
+                             '<= %.1fx' % REFRESH_GOAL,
+                             common.spread_text(refresh_ratio),
+                             refresh_ratio['ratio'] <= REFRESH_GOAL))
     if total != count:
         goals.append(common.goal('cluster capacity reported by the members',
                                  '= %d nodes' % count, str(total), False))
     title = 'per service at %d nodes, K = %d (seconds, log)' % (count,
                                                                 services)
     chart = {'kind': 'bar', 'log': True, 'title': title,
-             'x': ['full refresh', 'incremental refresh',
-                   'claim (allocation)', 'raw PATCH'],
+             'x': ['full refresh', 'raw listing', 'incremental refresh',
+                   'claim (patch)', 'claim (allocation)', 'raw PATCH'],
              'ylabel': 'seconds',
              'series': {
                  'p50': [round(statistics.median(full_seconds), 3),
-                         round(statistics.median(incremental_seconds), 3),
-                         latency[MODE]['p50'] / 1000.0,
-                         latency['raw']['p50'] / 1000.0],
+                         round(statistics.median(listed_seconds), 3),
+                         round(statistics.median(incremental_seconds), 3)]
+                 + [latency[op]['p50'] / 1000.0
+                    for op in MODES + ('raw',)],
                  'max': [round(max(full_seconds), 3),
-                         round(max(incremental_seconds), 3),
-                         latency[MODE]['max'] / 1000.0,
-                         latency['raw']['max'] / 1000.0]}}
+                         round(max(listed_seconds), 3),
+                         round(max(incremental_seconds), 3)]
+                 + [latency[op]['max'] / 1000.0
+                    for op in MODES + ('raw',)]}}
     headers = ['at %d nodes, K = %d' % (count, services), 'p50 / value',
                'range over services / samples']
     return common.result(TITLE, headers, rows, results, goals, chart)

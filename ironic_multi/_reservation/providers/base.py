@@ -362,6 +362,14 @@ class NodeProvider(abc.ABC):
         still turn out to be taken when claimed.
         """
 
+    def ready_candidates(self, requirements, shards):
+        """:meth:`ready_nodes` in random order, possibly lazily.
+
+        A claim draws a few; a provider with a large cache overrides this
+        to filter only the nodes drawn.
+        """
+        return filters.shuffled(self.ready_nodes(requirements, shards))
+
     @abc.abstractmethod
     def search(self, requirements, shards):
         """Like :meth:`ready_nodes`, but asking the source of truth."""

@@ -12,6 +12,7 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
+import collections
 import logging
 
 import pytest
@@ -202,3 +203,76 @@ class TestMatch:
         filters.match(nodes, ANY, ironic_filters())
         assert ('1 of 4 nodes match any node; rejected: ReadyFilter 3 '
                 '(e.g. b: in maintenance)') in caplog.text
+
+
+def test_requested_classes_are_those_normalizing_alike():
+    names = ['baremetal-gold', 'baremetal_gold', 'baremetal', None, '']
+    assert filters.requested_classes(
+        names, request({'resources:CUSTOM_BAREMETAL_GOLD': '1'})) == [
+        'baremetal-gold', 'baremetal_gold']
+    assert filters.requested_classes(
+        names, request({'resources:CUSTOM_SILVER': '1'})) == []
+    # A request for no class in particular looks at every class.
+    assert filters.requested_classes(names, ANY) is None
+
+
+@pytest.mark.parametrize('node_filter, overrides, reqs, expected', CASES,
+                         ids=[str(i) for i in range(len(CASES))])
+def test_a_filter_match_skips_rejects_nothing(node_filter, overrides, reqs,
+                                              expected):
+    if not node_filter.applies(reqs):
+        assert expected is True
+        assert node_filter.reason(node(**overrides), reqs) is None
+
+
+class _AskedTraits(filters.TraitsFilter):
+    """The traits filter, noting the nodes it was asked about."""
+
+    def __init__(self):
+        self.asked = []
+
+    def reason(self, a_node, reqs):
+        self.asked.append(a_node['uuid'])
+        return super().reason(a_node, reqs)
+
+
+def test_match_skips_the_filters_a_request_does_not_need():
+    spy = _AskedTraits()
+    nodes = [node(uuid='a'), node(uuid='b', traits=['CUSTOM_A'])]
+    assert filters.match(nodes, ANY, (spy,)) == nodes
+    assert spy.asked == []
+    wanted = request({'trait:CUSTOM_A': 'required'})
+    assert filters.match(nodes, wanted, (spy,)) == nodes[1:]
+    assert spy.asked == ['a', 'b']
+    for skippable in (filters.ResourceClassFilter(),
+                      filters.ConductorGroupFilter(),
+                      filters.PropertiesFilter(), filters.TraitsFilter(),
+                      filters.CapabilitiesFilter()):
+        assert not skippable.applies(ANY), skippable.name
+    assert filters.ConductorGroupFilter('g').applies(ANY)
+    assert filters.OwnerFilter().applies(ANY)
+
+
+def test_matching_is_match_one_node_at_a_time():
+    spy = _AskedTraits()
+    wanted = request({'trait:CUSTOM_A': 'required'})
+    nodes = [node(uuid=str(i), traits=['CUSTOM_A'] if i % 3 else [])
+             for i in range(30)]
+    lazy = filters.matching(nodes, wanted, (spy,))
+    assert spy.asked == []
+    assert next(lazy)['uuid'] == '1'
+    assert spy.asked == ['0', '1']
+    assert [n['uuid'] for n in lazy] == [
+        n['uuid'] for n in filters.match(nodes, wanted, (spy,))][1:]
+
+
+def test_shuffled_draws_every_item_once_in_any_order():
+    items = list(range(5))
+    orders = collections.Counter(tuple(filters.shuffled(items))
+                                 for _ in range(6000))
+    assert all(sorted(order) == items for order in orders)
+    assert items == list(range(5))  # the caller's list is left alone
+    # 120 orders, each about 50 times (a fixed or biased draw is far off).
+    assert len(orders) == 120
+    assert min(orders.values()) > 15
+    assert list(filters.shuffled([])) == []

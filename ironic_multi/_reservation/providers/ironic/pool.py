@@ -105,7 +105,7 @@ class ReadyPool(object):
         self._keep = keep or (lambda node: True)
         self._full_interval = full_interval
         self._lock = threading.Lock()
-        self._nodes = {}
+        self._nodes = _Nodes()
         self._shards = frozenset()
         self._newest_change = None
         self._marks = []
@@ -127,16 +127,18 @@ class ReadyPool(object):
         if gained:
             read += self._merge_full(gained)
         with self._lock:
-            # Nodes of shards given away are another service's now.
-            self._nodes = {u: n for u, n in self._nodes.items()
-                           if self._shard_of(n) in shards}
+            if self._shards - shards:
+                # Nodes of shards given away are another service's now;
+                # the index is rebuilt only then, not at every refresh.
+                self._nodes = _Nodes(n for n in self._nodes.values()
+                                     if self._shard_of(n) in shards)
             self._shards = shards
         return read + self._refresh_changed(shards)
 
     def _refresh_full(self, shards):
         if not shards:
             with self._lock:
-                self._nodes, self._shards = {}, shards
+                self._nodes, self._shards = _Nodes(), shards
                 self._last_full = time.monotonic()
             return 0
         read = 0
@@ -147,7 +149,7 @@ class ReadyPool(object):
             self._remember(recent, horizon)
         nodes = self._read_full(shards)
         with self._lock:
-            self._nodes = {n['uuid']: n for n in nodes}
+            self._nodes = _Nodes(nodes)
             self._shards = shards
             self._last_full = time.monotonic()
         LOG.debug('Ready pool: full read of %(count)d node(s) in '
@@ -158,7 +160,8 @@ class ReadyPool(object):
     def _merge_full(self, shards):
         nodes = self._read_full(shards)
         with self._lock:
-            self._nodes.update((n['uuid'], n) for n in nodes)
+            for node in nodes:
+                self._nodes.put(node)
         return len(nodes)
 
     def _refresh_changed(self, shards):
@@ -175,11 +178,11 @@ class ReadyPool(object):
             with self._lock:
                 for node in changed:
                     if self._shard_of(node) in shards and self._keep(node):
-                        self._nodes[node['uuid']] = node
+                        self._nodes.put(node)
                     else:
                         # Moved to another shard or conductor group: the
                         # copy here is stale, and no longer ours.
-                        self._nodes.pop(node['uuid'], None)
+                        self._nodes.pop(node['uuid'])
             self._remember(changed, horizon)
             return read + records
         # No mark (nothing ever changed, or every mark moved): a full read
@@ -220,27 +223,32 @@ class ReadyPool(object):
         The marks stay: they are places in Ironic's changes, not state.
         """
         with self._lock:
-            self._nodes = {}
+            self._nodes = _Nodes()
             self._shards = frozenset()
             self._last_full = None
 
-    def nodes(self, shards=None):
+    def nodes(self, shards=None, resource_classes=None):
+        """The nodes of ``shards``, of ``resource_classes`` (None: all)."""
         with self._lock:
-            nodes = list(self._nodes.values())
-        if shards is None:
+            nodes = self._nodes.values(resource_classes)
+            # Every node here is of the pool's shards: asking for all of
+            # them (a claim's usual case) needs no look at each node.
+            every_shard = shards is None or self._shards <= set(shards)
+        if every_shard:
             return nodes
         return [n for n in nodes if self._shard_of(n) in shards]
 
-    def ready(self, shards=None):
-        return [n for n in self.nodes(shards) if states.is_ready(n)]
+    def resource_classes(self):
+        """The resource classes of the pool's nodes, as Ironic names them."""
+        with self._lock:
+            return self._nodes.resource_classes()
 
     def mark_taken(self, node_uuid, instance_uuid):
         """A claim took (or lost) a node: stop offering it."""
         with self._lock:
             node = self._nodes.get(node_uuid)
             if node is not None:
-                self._nodes[node_uuid] = dict(node,
-                                              instance_uuid=instance_uuid)
+                self._nodes.put(dict(node, instance_uuid=instance_uuid))
 
     def forget(self, node_uuid):
         """Forget a changed node until a refresh reads it again.
@@ -249,7 +257,7 @@ class ReadyPool(object):
         refresh brings it back as it is then.
         """
         with self._lock:
-            self._nodes.pop(node_uuid, None)
+            self._nodes.pop(node_uuid)
 
     def describe(self):
         """Counts and freshness, for logs and the operator CLI."""
@@ -265,6 +273,47 @@ class ReadyPool(object):
             'newest_change': (self._newest_change.isoformat()
                               if self._newest_change else None),
         }
+
+
+class _Nodes(object):
+    """The pool's nodes by UUID, and by resource class.
+
+    A claim asks for one resource class: at 10^5 nodes, looking at every
+    node of the pool was most of a claim's time.
+    """
+
+    def __init__(self, nodes=()):
+        self._all = {}
+        self._classes = collections.defaultdict(dict)
+        for node in nodes:
+            self.put(node)
+
+    def get(self, uuid):
+        return self._all.get(uuid)
+
+    def put(self, node):
+        self.pop(node['uuid'])
+        self._all[node['uuid']] = node
+        self._classes[node.get('resource_class')][node['uuid']] = node
+
+    def pop(self, uuid):
+        """Drop the node if it is here."""
+        node = self._all.pop(uuid, None)
+        if node is None:
+            return
+        same = self._classes[node.get('resource_class')]
+        del same[uuid]
+        if not same:
+            del self._classes[node.get('resource_class')]
+
+    def values(self, resource_classes=None):
+        if resource_classes is None:
+            return list(self._all.values())
+        return [node for name in resource_classes
+                for node in self._classes.get(name, {}).values()]
+
+    def resource_classes(self):
+        return list(self._classes)
 
 
 def _parse_time(value):

@@ -22,6 +22,12 @@ from ironic_multi._reservation.providers.ironic import states
 T0 = datetime.datetime(2026, 11, 21, 12, 0, 0)
 
 
+def _ready(pool, shards=None, resource_classes=None):
+    """The pool's nodes a claim may take, as the provider's filters see."""
+    return [n for n in pool.nodes(shards, resource_classes)
+            if states.is_ready(n)]
+
+
 def _node(uuid, shard='s1', changed=None, **fields):
     node = {'uuid': uuid, 'shard': shard, 'resource_class': 'gold',
             'provision_state': 'available', 'maintenance': False,
@@ -121,7 +127,7 @@ class TestRefresh:
     def test_first_refresh_reads_the_owned_shards(self, ironic):
         pool = make_pool(ironic)
         read = pool.refresh({'s0'})
-        assert sorted(n['uuid'] for n in pool.ready()) == [
+        assert sorted(n['uuid'] for n in _ready(pool)) == [
             'n0', 'n2', 'n4', 'n6', 'n8']
         # Three records for a first mark, then the shard.
         assert read == 3 + 5
@@ -132,7 +138,7 @@ class TestRefresh:
         ironic.change('n4', _later(5), instance_uuid='i1')
         ironic.now = _later(10)
         read = pool.refresh({'s0'})
-        assert 'n4' not in {n['uuid'] for n in pool.ready()}
+        assert 'n4' not in {n['uuid'] for n in _ready(pool)}
         assert len(ironic.full_reads) == 1
         # After n9, the newest change before the first horizon: n4
         # (changed), and n9 read back.
@@ -176,10 +182,10 @@ class TestRefresh:
         ironic.behind_listing = lambda: ironic.change(
             'n2', second, instance_uuid='i1')
         pool.refresh({'s0'})
-        assert 'n2' in {n['uuid'] for n in pool.ready()}  # not seen yet
+        assert 'n2' in {n['uuid'] for n in _ready(pool)}  # not seen yet
         ironic.now = _later(10)
         pool.refresh({'s0'})
-        assert 'n2' not in {n['uuid'] for n in pool.ready()}
+        assert 'n2' not in {n['uuid'] for n in _ready(pool)}
         assert len(ironic.full_reads) == 1
 
     def test_no_change_before_the_horizon_keeps_the_mark(self, ironic):
@@ -202,7 +208,7 @@ class TestRefresh:
         ironic.now = _later(10)
         # n99 after the mark n9, and n9 read back.
         assert pool.refresh({'s0'}) == 2
-        assert 'n99' not in {n['uuid'] for n in pool.ready()}
+        assert 'n99' not in {n['uuid'] for n in _ready(pool)}
 
     def test_a_moved_mark_gives_way_to_an_older_one(self, ironic):
         pool = make_pool(ironic)
@@ -216,7 +222,7 @@ class TestRefresh:
         ironic.now = _later(9)
         pool.refresh({'s0'})
         assert ironic.changed_reads[-2:] == ['n2', 'n9']
-        assert 'n4' not in {n['uuid'] for n in pool.ready()}
+        assert 'n4' not in {n['uuid'] for n in _ready(pool)}
         assert len(ironic.full_reads) == 1
 
     def test_when_every_mark_moved_the_read_is_full(self, ironic):
@@ -256,12 +262,12 @@ class TestRefresh:
         for node in ironic.nodes.values():
             node['conductor_group'] = 'rack1'
         pool.refresh({'s0'})
-        assert 'n4' in {n['uuid'] for n in pool.ready()}
+        assert 'n4' in {n['uuid'] for n in _ready(pool)}
         ironic.change('n4', _later(5), conductor_group='rack2')
         ironic.change('n6', _later(5), instance_uuid='i1')
         pool.refresh({'s0'})
         assert {n['uuid'] for n in pool.nodes()} == {'n0', 'n2', 'n6', 'n8'}
-        assert {n['uuid'] for n in pool.ready()} == {'n0', 'n2', 'n8'}
+        assert {n['uuid'] for n in _ready(pool)} == {'n0', 'n2', 'n8'}
         assert len(ironic.full_reads) == 1
 
     def test_gained_shard_is_read_fully_lost_shard_dropped(self, ironic):
@@ -289,7 +295,7 @@ class TestRefresh:
         pool = make_pool(ironic)
         pool.refresh({'s0'})
         pool.mark_taken('n0', 'i1')
-        assert 'n0' not in {n['uuid'] for n in pool.ready()}
+        assert 'n0' not in {n['uuid'] for n in _ready(pool)}
         pool.forget('n0')
         assert 'n0' not in {n['uuid'] for n in pool.nodes()}
 
@@ -300,3 +306,56 @@ class TestRefresh:
         assert described['ready'] == described['nodes'] == 10
         assert described['shards'] == 2
         assert 0 <= described['full_read_age'] < 60
+
+
+class TestResourceClasses:
+    """The pool keeps each class's nodes apart, through every change."""
+
+    @staticmethod
+    def _of(pool, *classes):
+        return sorted(n['uuid'] for n in _ready(
+            pool, resource_classes=list(classes)))
+
+    def test_nodes_of_a_class(self):
+        ironic = FakeIronic([
+            _node('g1', changed=T0), _node('g2', changed=T0),
+            _node('s1', resource_class='silver', changed=T0),
+            _node('x1', resource_class=None, changed=T0)])
+        pool = make_pool(ironic)
+        pool.refresh({'s1'})
+        assert self._of(pool, 'gold') == ['g1', 'g2']
+        assert self._of(pool, 'silver', 'gold') == ['g1', 'g2', 's1']
+        assert self._of(pool, 'bronze') == []
+        assert sorted(pool.resource_classes(), key=str) == [
+            None, 'gold', 'silver']
+
+    def test_a_node_that_changed_class_moves(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0'})
+        ironic.change('n4', _later(5), resource_class='silver')
+        ironic.now = _later(10)
+        pool.refresh({'s0'})
+        assert self._of(pool, 'silver') == ['n4']
+        assert self._of(pool, 'gold') == ['n0', 'n2', 'n6', 'n8']
+
+    def test_taken_forgotten_and_lost_nodes_leave_their_class(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0', 's1'})
+        pool.mark_taken('n0', 'i1')
+        pool.forget('n2')
+        assert 'n0' in {n['uuid'] for n in pool.nodes(
+            resource_classes=['gold'])}
+        assert self._of(pool, 'gold') == [
+            'n%d' % i for i in (1, 3, 4, 5, 6, 7, 8, 9)]
+        ironic.now = _later(10)
+        pool.refresh({'s1'})
+        assert self._of(pool, 'gold') == ['n1', 'n3', 'n5', 'n7', 'n9']
+        pool.flush()
+        assert pool.resource_classes() == []
+
+    def test_asking_for_fewer_shards_than_the_pool_holds(self, ironic):
+        pool = make_pool(ironic)
+        pool.refresh({'s0', 's1'})
+        assert sorted(n['uuid'] for n in _ready(
+            pool, {'s1'}, ['gold'])) == ['n1', 'n3', 'n5', 'n7', 'n9']
+        assert len(_ready(pool, {'s0', 's1', 's2'}, ['gold'])) == 10
