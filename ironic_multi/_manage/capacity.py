@@ -37,6 +37,11 @@ class _Placement(columns.FormattableColumn):
                              % (host, seen['total'], seen['reserved'],
                                 seen['used'], seen['free'],
                                 seen['waiting']))
+        seen = [s for s in self._value.values() if s is not None]
+        if len(seen) > 1:
+            lines.append('added up: free %d, builds waiting %d' % (
+                sum(max(s['free'], 0) for s in seen),
+                sum(s['waiting'] for s in seen)))
         return '\n'.join(lines)
 
 
@@ -54,8 +59,10 @@ class Capacity(base.Lister):
     placement (total and reserved of its one resource provider), the
     nodes its own instances use, the free count placement derives
     (total - reserved - used) and the service's builds that wait for a
-    node.  The free count converges to Free less every service's builds
-    waiting; "-" where a service published no inventory.
+    node.  Each service offers the free nodes of its own shards, less its
+    builds waiting: added up, the free counts converge to Free less every
+    service's builds waiting; "-" where a service published no
+    inventory.
     """
 
     def take_action(self, parsed_args):

@@ -34,17 +34,29 @@ Every member then sees the cluster's free count drop by one as soon as
 it reads the payload (etcd's watch tells it; see
 :mod:`~.member_watch`), not up to ``pool_refresh_interval`` later.
 
+Each member offers placement the free nodes of the shards it owns, not
+the cluster's: with every provider offering every free node, a burst
+that the scheduler allocates faster than the members tell each other
+is allocated up to K times the free nodes, and the builds past them
+fail their claims and reschedule.  With each member offering its own
+shards, placement's free counts add up to the cluster's, and an
+allocation takes its unit off the one provider it lands on at once, in
+placement itself.  A member whose compute service Nova disabled
+offers nothing (``offering``), and the ring's next host takes its shards'
+free nodes (:meth:`CapacityBoard.set_offering`).
+
 Builds come before claims: the scheduler allocates on one provider
-seconds before that service claims a node, and meanwhile every other
-provider still offers the node.  So each member also publishes its
-builds that wait for a node (``waiting``: instance, placement resources),
-and the sum adds them up over the live members; a claim takes its
-instance off ``waiting`` in the same write that lists it in ``taken``,
-so the cluster's free count less the builds waiting does not move when
-a build claims.  A
-claim is listed for ``retain_seconds``: by then its shard's owner has
-counted it.  Clocks of the members are assumed in step (NTP), as Nova
-assumes for its services' heartbeats.
+seconds before that service claims a node, and its node is still free
+in Ironic meanwhile.  So each member publishes its builds that wait for
+a node (``waiting``: instance, placement resources), and the builds
+waiting here come off this member's offer; a claim takes its instance
+off ``waiting`` in the same write that lists it in ``taken``, so the
+offer less the builds waiting does not move when a build claims.  A
+claim from another host's shards comes off this member's offer until
+that host counts it, as that host offers the node until it reads the
+claim.  A claim is listed for ``retain_seconds``: by
+then its shard's owner has counted it.  Clocks of the members are
+assumed in step (NTP), as Nova assumes for its services' heartbeats.
 
 The sum is computed when the periodic refresh publishes, and again when
 a claim is published, and kept: the virt driver reads it under Nova's
@@ -70,13 +82,21 @@ class CapacityBoard(object):
     :param membership: a :class:`~.membership.Membership`.
     :param retain_seconds: how long a departed member's last payload
         still counts for the shards no live member covers.
+    :param ring: the member's :class:`~.ring.ShardRing`, which says the
+        shards whose free nodes it offers; without one it offers every
+        shard's.
     """
 
-    def __init__(self, membership, retain_seconds=0):
+    def __init__(self, membership, retain_seconds=0, ring=None):
         self._membership = membership
         self._retain_seconds = retain_seconds
-        self._lock = threading.Lock()
+        self._ring = ring
+        # Reentrant: a claim sums under the lock it changes the counts in.
+        self._lock = threading.RLock()
         self._capacity = {}
+        # {resource_class: free nodes of the shards this member offers}
+        self._offered = {}
+        self._offering = True
         self._traits = frozenset()
         self._payload = None
         self._others = {}
@@ -86,9 +106,8 @@ class CapacityBoard(object):
         # recent claims.
         self._taken = {}
         # {instance uuid: {placement resource class: units}}: this
-        # member's builds that wait for a node, and the live members' sum.
+        # member's builds that wait for a node.
         self._waiting = {}
-        self._cluster_waiting = {}
 
     def publish(self, shard_capacity, traits, extra=None, counted_at=None):
         """Publish this member's counts, then read every member's.
@@ -106,9 +125,10 @@ class CapacityBoard(object):
         with self._lock:
             taken = self._recent_claims()
             waiting = dict(self._waiting)
+            offering = self._offering
         payload = dict(extra or {}, at=counted_at or time.time(),
                        shards=shard_capacity, traits=sorted(traits),
-                       taken=taken, waiting=waiting)
+                       taken=taken, waiting=waiting, offering=offering)
         try:
             self._membership.publish(payload)
             others = self._read_others()
@@ -126,27 +146,66 @@ class CapacityBoard(object):
                 and 'shards' in other}
 
     def _add_up(self, payload, others):
-        """Sum ``payload`` and the others' payloads; whether it changed."""
+        """Sum ``payload`` and the others' payloads.
+
+        :returns: whether what this member tells placement changed: the
+            nodes, the free nodes it offers, the traits.
+        """
         live = [payload, *others.values()]
-        departed = self._still_departed(others, live)
-        capacity, traits = _sum(
-            live + [kept for kept, _seen in departed.values()])
-        # A departed member's builds died with it: live members only.
-        waiting = _add_waiting(live)
         with self._lock:
-            changed = (capacity != self._capacity
+            departed = self._still_departed(others, live)
+            capacity, traits, offered = _sum(
+                live + [kept for kept, _seen in departed.values()],
+                self._offers(live), payload.get('taken'))
+            # What the inventory reported to placement is made of; the
+            # cluster's free count moves with every claim anywhere.
+            changed = (_nodes(capacity) != _nodes(self._capacity)
                        or frozenset(traits) != self._traits
-                       or waiting != self._cluster_waiting)
+                       or offered != self._offered)
             self._capacity, self._traits = capacity, frozenset(traits)
-            self._cluster_waiting = waiting
+            self._offered = offered
             self._payload, self._others = payload, others
             self._departed = departed
         return changed
 
+    def _offers(self, live):
+        """``offers(shard)``: whether this member offers its free nodes.
+
+        The shard's ring owner offers them, unless Nova disabled its
+        service: then the next host on the ring that did not.
+        """
+        ring = self._ring
+        if ring is None:
+            return lambda shard: True
+        resting = {p.get('host') for p in live if p.get('offering') is False}
+        return lambda shard: ring.owner(shard, ignore=resting) == ring.host
+
+    def set_offering(self, offering):
+        """Whether this member offers its shards' free nodes to placement.
+
+        Not while Nova has its compute service disabled: the scheduler
+        sends it no build, and the ring's next host offers them instead.
+
+        :returns: whether this member's offer changed.
+        :raises CoordinationUnavailable: not published; counted here all
+            the same.
+        """
+        with self._lock:
+            if offering == self._offering:
+                return False
+            self._offering = offering
+            if self._payload is None:
+                return False
+            payload = dict(self._payload, offering=offering)
+            others = self._others
+        LOG.info('%s the free nodes of this member\'s shards to placement',
+                 'Offering' if offering else 'No longer offering')
+        return self._publish_sum(payload, others)
+
     def took(self, node_uuid, shard, resource_class, instance_uuid=None):
         """Publish that this member claimed ``node_uuid`` just now.
 
-        :returns: whether the cluster's sum changed.
+        :returns: whether what this member tells placement changed.
         :raises CoordinationUnavailable: not published; counted here
             all the same.
         """
@@ -165,11 +224,14 @@ class CapacityBoard(object):
                 return False
             payload = dict(self._payload, taken=self._recent_claims(),
                            waiting=dict(self._waiting))
-            others = self._others
-        return self._publish_sum(payload, others)
+            # Summed before the lock is let go: offer() sees the build
+            # leave ``waiting`` and its node leave the offer in one step.
+            changed = self._add_up(payload, self._others)
+        self._membership.publish(payload)
+        return changed
 
     def _publish_sum(self, payload, others):
-        """Sum with ``payload`` at once, then publish it; whether it moved.
+        """Sum with ``payload`` at once, then publish it; see ``_add_up``.
 
         Summed first: counted here even when the backend refuses it.
         """
@@ -183,7 +245,7 @@ class CapacityBoard(object):
         :param waiting: ``{instance uuid: {placement resource class:
             units}}``; a build claimed lately is left out (it may have
             claimed since ``waiting`` was read).
-        :returns: whether the cluster's sum changed.
+        :returns: whether they changed (and with them :meth:`offer`).
         :raises CoordinationUnavailable: not published; counted here
             all the same.
         """
@@ -196,10 +258,11 @@ class CapacityBoard(object):
                 return False
             self._waiting = waiting
             if self._payload is None:
-                return False
+                return True
             payload = dict(self._payload, waiting=dict(waiting))
             others = self._others
-        return self._publish_sum(payload, others)
+        self._publish_sum(payload, others)
+        return True
 
     def claimed_lately(self):
         """The instances whose claims this member published lately."""
@@ -212,7 +275,7 @@ class CapacityBoard(object):
     def reread(self):
         """Read the other members' payloads again and sum them.
 
-        :returns: whether the cluster's sum changed.
+        :returns: whether what this member tells placement changed.
         :raises CoordinationUnavailable: the sum stays as it was.
         """
         with self._lock:
@@ -279,10 +342,20 @@ class CapacityBoard(object):
                 others[self._membership.member_id] = self._payload
         return others
 
-    def cluster_waiting(self):
-        """Units per placement class the live members' builds wait for."""
+    def offer(self):
+        """What this member offers placement, read at one time.
+
+        :returns: ``(capacity, waiting)``: ``{resource_class: {'total': n,
+            'free': n}}`` with the cluster's total and the free nodes of
+            the shards this member offers, and ``{placement resource
+            class: units}`` of this member's builds that wait for a node.
+            A claim moves both in one step.
+        """
         with self._lock:
-            return dict(self._cluster_waiting)
+            capacity = {rc: {'total': counts['total'],
+                             'free': self._offered.get(rc, 0)}
+                        for rc, counts in self._capacity.items()}
+            return capacity, waiting_of({'waiting': self._waiting})
 
     def cluster_traits(self):
         """The traits of usable nodes, over every member's shards."""
@@ -304,17 +377,16 @@ def _add(totals, shard_counts):
     return totals
 
 
+def _nodes(capacity):
+    return {rc: counts['total'] for rc, counts in capacity.items()}
+
+
 def waiting_of(payload):
     """Units per placement class a member's builds wait for."""
-    return _add_waiting([payload])
-
-
-def _add_waiting(payloads):
     waiting = {}
-    for payload in payloads:
-        for resources in (payload.get('waiting') or {}).values():
-            for name, units in resources.items():
-                waiting[name] = waiting.get(name, 0) + units
+    for resources in (payload.get('waiting') or {}).values():
+        for name, units in resources.items():
+            waiting[name] = waiting.get(name, 0) + units
     return waiting
 
 
@@ -326,7 +398,14 @@ def _uncovered(payload, live):
                        and other.get('at', 0) >= at for other in live)}
 
 
-def _sum(payloads):
+def _sum(payloads, offers, own_claims=None):
+    """``(totals, traits, offered)`` of the payloads.
+
+    ``offered``: ``{resource_class: free}`` over the shards for which
+    ``offers(shard)``, less this member's claims (``own_claims``) from
+    shards it does not offer that their owners have not counted yet.
+    """
+    own_claims = own_claims or {}
     freshest = {}
     traits = set()
     taken = {}
@@ -338,9 +417,12 @@ def _sum(payloads):
                 freshest[shard] = (at, counts)
         taken.update(payload.get('taken') or {})
     totals = _add({}, (counts for _at, counts in freshest.values()))
+    offered_shards = {shard for shard in freshest if offers(shard)}
+    offered = {rc: counts['free'] for rc, counts in _add(
+        {}, (freshest[shard][1] for shard in offered_shards)).items()}
     # Free nodes per (shard, class) that a claim may still take off.
     left = {}
-    for claim in taken.values():
+    for node, claim in taken.items():
         shard, rc = claim.get('shard'), claim.get('resource_class')
         at, counts = freshest.get(shard, (None, {}))
         if at is None or claim.get('at', 0) <= at:
@@ -351,4 +433,13 @@ def _sum(payloads):
         if left[key] > 0:
             left[key] -= 1
             totals[rc]['free'] -= 1
-    return totals, traits
+            if shard in offered_shards:
+                offered[rc] -= 1
+            elif node in own_claims and offered.get(rc, 0) > 0:
+                # A node of another host's shards: that host offers it
+                # until it reads this claim, while the build leaves this
+                # member's waiting at once.  Offered one less here until
+                # the owner counts it, so that the offers are low for a
+                # while, never high.
+                offered[rc] -= 1
+    return totals, traits, offered

@@ -81,13 +81,14 @@ class Reserver(object):
                            or membership_mod.Membership.from_conf(conf, host))
         self.host = self.membership.host
         self.stats = stats_mod.Stats()
+        self.ring = ring_mod.ShardRing(self.membership, opts.ring_partitions,
+                                       scope=im_conf.shard_scope(conf))
         # Long enough for the survivors to notice a member left and to
         # refresh the shards they take over from it.
         self.capacity = capacity_mod.CapacityBoard(
             self.membership, retain_seconds=(
-                opts.membership_timeout + 2 * opts.pool_refresh_interval))
-        self.ring = ring_mod.ShardRing(self.membership, opts.ring_partitions,
-                                       scope=im_conf.shard_scope(conf))
+                opts.membership_timeout + 2 * opts.pool_refresh_interval),
+            ring=self.ring)
         self.group = self.provider.group
         self._claims = claims.ClaimStrategy(
             self.provider, self.ring, opts.claim_candidates,
@@ -203,19 +204,27 @@ class Reserver(object):
         """Serve operator requests ``op``; see :class:`~.board.Desk`."""
         self.desk.handlers[op] = handler
 
-    def stop(self):
-        # Leave the group first: the other members take this host's shard
-        # keys at once, not when the work in progress ends (a housekeeping
-        # pass or a tear down can take minutes).  A pass still running
-        # stops at its next action: it is no longer the leader.
+    def leave(self):
+        """Leave the coordination group for good; the rest goes on.
+
+        The other members take this host's shard keys at once.  Claims in
+        progress go on (they fall back to every node), and a housekeeping
+        pass still running stops at its next action: it is no longer the
+        leader.  Safe to call twice, and before :meth:`stop`.
+        """
         with self._join_lock:
             self._stopping = True
         self.leadership.resign()
-        if self._member_watch is not None:
-            self._member_watch.stop()
-            self._member_watch = None
-        self._follower.stop()
+        watch, self._member_watch = self._member_watch, None
+        if watch is not None:
+            watch.stop()
         self.membership.stop()
+
+    def stop(self):
+        # Leave the group first: not when the work in progress ends (a
+        # housekeeping pass or a tear down can take minutes).
+        self.leave()
+        self._follower.stop()
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
@@ -531,19 +540,40 @@ class Reserver(object):
         """The cluster's capacity as of the last refresh (no round trip)."""
         return self.capacity.cluster_capacity()
 
-    def cluster_waiting(self):
-        """Units per placement class the live members' builds wait for."""
-        return self.capacity.cluster_waiting()
+    def offer(self):
+        """What this service offers placement; see ``CapacityBoard.offer``.
+
+        As of the last refresh or change (no round trip).
+        """
+        return self.capacity.offer()
+
+    def set_offering(self, offering):
+        """Offer this service's shards' free nodes to placement, or not.
+
+        Not while Nova has the compute service disabled: the scheduler
+        sends it no build, so the ring's next host offers them.  The
+        capacity listeners follow a change.
+        """
+        try:
+            with self._publish_lock:
+                changed = self.capacity.set_offering(offering)
+        except exception.CoordinationUnavailable as e:
+            LOG.warning('Cannot tell the other members that this service '
+                        '%s its nodes: %s', 'offers' if offering else
+                        'no longer offers', e)
+            changed = True
+        if changed:
+            self._follower.ask()
 
     def builds_waiting(self, waiting):
         """Publish this member's builds that wait for a node.
 
         :param waiting: ``{instance uuid: {placement resource class:
             units}}``: the allocations against this service that hold no
-            node yet.  Each member's providers count them as taken, as
-            they will be; a claim takes its build off at once.
-        :returns: whether the cluster's sum changed (counted here even if
-            the coordination backend is down).
+            node yet.  They come off this service's offer (:meth:`offer`),
+            as their nodes will; a claim takes its build off at once.
+        :returns: whether they changed (counted here even if the
+            coordination backend is down).
         """
         try:
             with self._publish_lock:

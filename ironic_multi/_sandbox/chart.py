@@ -28,18 +28,18 @@ matplotlib.use('Agg')
 from matplotlib import pyplot  # noqa: E402,I202
 from matplotlib import ticker  # noqa: E402
 
+from ironic_multi.testing import checks  # noqa: E402
+
 CAPTION = ('Above: free nodes per resource class over time, Ironic\'s '
-           'truth (solid) against placement\'s free count (dashed: the '
-           'highest of the live compute services\' providers; shaded: '
-           'from their lowest to their highest); numbered dotted lines '
-           'mark the phases listed on the right.  Placement counts an '
-           'allocation at once (a build just scheduled, an instance just '
-           'adopted), a provider\'s reserved count follows at its next '
-           'inventory report: for seconds placement\'s free count can be '
-           'below Ironic\'s, even below zero (builds beyond the free nodes '
-           'then fail their claim and are rescheduled).  Below: the '
-           'servers each compute service booted (ACTIVE) per wave, and '
-           'the build attempts that failed there (rescheduled or ERROR).')
+           'truth (solid) against what placement offers the scheduler '
+           '(dashed: the live compute services\' providers\' free counts '
+           'added up, each offering the free nodes of its own shards); '
+           'numbered dotted lines mark the phases listed on the right.  '
+           'Placement counts an allocation at once (a build just '
+           'scheduled): until the build claims its node, placement\'s '
+           'offer is below Ironic\'s free count.  Below: the servers each '
+           'compute service booted (ACTIVE) per wave, and the build '
+           'attempts that failed there (rescheduled or ERROR).')
 # Resource classes above; the waves below in hues the classes never take.
 _CLASS_COLORS = ('tab:blue', 'tab:orange', 'tab:green', 'tab:brown',
                  'tab:olive', 'tab:cyan', 'tab:gray')
@@ -97,28 +97,19 @@ def figure(samples, events, boots, classes, title, failed=None):
 def _free(axes, samples, events, classes):
     samples = sorted(samples, key=lambda s: s['t'])
     times = [s['t'] for s in samples]
-    top, bottom = 1, 0
+    top = 1
     for index, (ironic_class, placement_class) in enumerate(classes):
         color = _CLASS_COLORS[index % len(_CLASS_COLORS)]
         truth = [s['ironic'].get(ironic_class, {}).get('free', 0)
                  for s in samples]
-        seen = [[view['free'] for view in
-                 (by_class.get(placement_class) for by_class in
-                  s['placement'].values()) if view is not None]
-                for s in samples]
-        low = [min(values) if values else float('nan') for values in seen]
-        high = [max(values) if values else float('nan') for values in seen]
+        offered = [_nan_if_none(checks.offered(s['placement'],
+                                               placement_class))
+                   for s in samples]
         axes.step(times, truth, where='post', color=color, linewidth=2.2,
                   label='%s: Ironic' % ironic_class)
-        axes.step(times, high, where='post', color=color, linestyle='--',
+        axes.step(times, offered, where='post', color=color, linestyle='--',
                   linewidth=1.4, label='%s: placement' % ironic_class)
-        axes.fill_between(times, low, high, step='post', color=color,
-                          alpha=0.15, linewidth=0)
-        top = max([top] + truth + [v for v in high if v == v])
-        bottom = min([bottom] + [v for v in low if v == v])
-    if bottom < 0:
-        axes.axhline(0, color='0.3', linewidth=0.8)
-        _explain_below_zero(axes, samples, classes)
+        top = max([top] + truth + [v for v in offered if v == v])
     key = []
     for number, (at, numbers) in enumerate(_clusters(events)):
         axes.axvline(at, color='0.35', linestyle=':', linewidth=1)
@@ -132,7 +123,7 @@ def _free(axes, samples, events, classes):
     axes.text(1.02, 0.0, '\n'.join(key), transform=axes.transAxes,
               fontsize=7.5, va='bottom', ha='left', family='monospace',
               color='0.15')
-    axes.set_ylim(bottom - 0.5, top * 1.28 + 0.5)
+    axes.set_ylim(-0.5, top * 1.28 + 0.5)
     axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     axes.set_xlim(left=min(times + [at for at, _ in events] or [0]))
     axes.set_xlabel('seconds since the sandbox started')
@@ -142,30 +133,8 @@ def _free(axes, samples, events, classes):
                 frameon=False)
 
 
-def below_zero(samples, classes):
-    """The first sample where a provider's free count is below zero.
-
-    :returns: ``(t, host, ironic class, placement free, Ironic free)``
-        or None.
-    """
-    for sample in sorted(samples, key=lambda s: s['t']):
-        for ironic_class, placement_class in classes:
-            for host, by_class in sorted(sample['placement'].items()):
-                view = by_class.get(placement_class)
-                if view is not None and view['free'] < 0:
-                    truth = sample['ironic'].get(ironic_class, {})
-                    return (sample['t'], host, ironic_class, view['free'],
-                            truth.get('free', 0))
-    return None
-
-
-def _explain_below_zero(axes, samples, classes):
-    at, host, ironic_class, free, truth = below_zero(samples, classes)
-    axes.annotate(
-        '%s, %s: placement %d, Ironic %d (allocations newer than its last '
-        'inventory report)' % (host, ironic_class, free, truth),
-        xy=(at, free), xytext=(6, -3), textcoords='offset points',
-        fontsize=7.5, color='0.15', va='top')
+def _nan_if_none(value):
+    return float('nan') if value is None else value
 
 
 def _clusters(events, within=0.6):

@@ -115,24 +115,30 @@ def render(console, results, servers, layout):
     capacity = results.get('capacity') or {}
     table = _table(
         'Capacity per resource class: Ironic beside placement (each live '
-        'compute\'s provider)', 'Class', ('Ironic total', 'right'),
-        ('used', 'right'), ('free', 'right'), 'Provider of',
-        ('total', 'right'), ('reserved', 'right'), ('used', 'right'),
-        ('free', 'right'), 'Equal')
+        'compute\'s provider offers the free nodes of its own shards)',
+        'Class', ('Ironic total', 'right'), ('used', 'right'),
+        ('free', 'right'), 'Provider of', ('total', 'right'),
+        ('reserved', 'right'), ('used', 'right'), ('free', 'right'),
+        'Equal')
+    placement = capacity.get('placement', {})
+    wrong = {mismatch['class'] for mismatch in capacity.get('mismatches', ())}
     for resource_class, truth in sorted(capacity.get('ironic', {}).items()):
         name = checks.placement_class(resource_class)
         first = True
-        for host, views in sorted(capacity.get('placement', {}).items()):
+        for host, views in sorted(placement.items()):
             view = views.get(name)
             cells = (['-'] * 4 if view is None else
                      [str(view[k]) for k in ('total', 'reserved', 'used',
                                              'free')])
-            equal = view is not None and view['free'] == truth['free']
             table.add_row(*([resource_class, str(truth['total']),
                              str(truth['used']), str(truth['free'])]
                             if first else [''] * 4),
-                          host, *cells, _OK if equal else _WRONG)
+                          host, *cells, '')
             first = False
+        offered = checks.offered(placement, name)
+        table.add_row(*[''] * 4, 'all, added up', *[''] * 3,
+                      '-' if offered is None else str(offered),
+                      _WRONG if name in wrong else _OK)
         table.add_section()
     console.print(table)
 

@@ -705,11 +705,11 @@ class Scenario(object):
         wrong = checks.compare_capacity(truth, placement)
         self.results['capacity'] = {
             'ironic': truth, 'placement': placement,
-            'mismatches': [{'host': h, 'class': c, 'placement_free': p,
+            'mismatches': [{'hosts': h, 'class': c, 'placement_free': p,
                             'ironic_free': i} for h, c, p, i in wrong]}
-        for host, name, seen, free in wrong:
-            self.problem('placement\'s free %s on %s is %s, Ironic has %d '
-                         'free' % (name, host, seen, free))
+        for hosts, name, seen, free in wrong:
+            self.problem('placement\'s free %s over %s adds up to %s, '
+                         'Ironic has %d free' % (name, hosts, seen, free))
 
         servers = []
         for record in self.servers.values():

@@ -14,18 +14,21 @@
 
 """What the one compute node tells placement: inventory and traits.
 
-Every service reports the **whole** cluster, one inventory per Ironic
-resource class, so that the scheduler may pick any service for any
-request.  Placement subtracts the allocations against this service's
-provider (``used``); ``reserved`` hides the rest of what is not free::
+Every service reports the **whole** cluster's nodes, one inventory per
+Ironic resource class, and offers the free nodes of the shards it owns
+(``free`` below; see :mod:`ironic_multi._reservation.capacity`).
+Placement subtracts the allocations against this service's provider
+(``used``); ``reserved`` hides the rest of what is not offered::
 
     total    = nodes of the class that can serve an instance (all shards)
     reserved = total - free - used            (clamped to 0..total)
     capacity - used = total - reserved - used = free
 
-so each provider's free count converges to the cluster's true free count
-instead of K services over-reporting it K times.  With max_unit 1 every
-instance takes one node.
+so the providers' free counts add up to the cluster's true free count,
+and an allocation takes its unit off the one provider it lands on at
+once, in placement (had every provider offered every free node, a burst
+could be allocated K times the free nodes before the services told each
+other).  With max_unit 1 every instance takes one node.
 
 ``used`` is what placement itself counts on the provider
 (:func:`allocations_in_placement`), not what the instances on the host
@@ -43,17 +46,16 @@ no free node away from the scheduler::
     total    = nodes + idle
     reserved = nodes - free - (used - idle)   (clamped to 0..nodes)
 
-A build the scheduler allocated holds no node until its service claims
+A build the scheduler allocated holds no node until this service claims
 one, seconds later in a burst; meanwhile ``free`` still counts that
-node, and every provider would offer it.  So the builds that wait for a
-node, on every live service (``waiting``, see :class:`WaitingBuilds`),
-are hidden too::
+node.  So the builds that wait for a node here (``waiting``, see
+:class:`WaitingBuilds`) are hidden too::
 
     reserved = nodes - free - (used - idle) + waiting
     capacity - used = free - waiting
 
-which every provider offers alike, and which a claim does not move (its
-node leaves ``free`` as its build leaves ``waiting``).
+which a claim from the own shards does not move (its node leaves
+``free`` as its build leaves ``waiting``).
 """
 
 import copy
@@ -152,6 +154,11 @@ def add_up(allocations):
     return used
 
 
+# Seconds a consumer said to hold its node is taken to, before its
+# allocation arrives: an adoption run moves one instance after another.
+EXPECTED_FOR = 600
+
+
 class WaitingBuilds(object):
     """Which allocations against this provider hold no node yet.
 
@@ -181,11 +188,22 @@ class WaitingBuilds(object):
         self._since = {}
         # {consumer: monotonic time it was said to leave}
         self._leaving = {}
+        # Those of them the last update found in placement.
+        self._left_at_update = frozenset()
+        # {consumer said to hold its node: monotonic time it was said},
+        # until its allocation is here: an adoption tells before it moves.
+        self._expected = {}
 
     def hold(self, uuids):
-        """These consumers hold their nodes (the host's instances)."""
+        """These consumers hold their nodes (the host's instances).
+
+        Also those whose allocations move here next (an adoption): they
+        hold their nodes once they arrive, within ``EXPECTED_FOR``.
+        """
         with self._lock:
             self._held = set(self._held or ()) | set(uuids)
+            now = time.monotonic()
+            self._expected.update((uuid, now) for uuid in uuids)
 
     def leaves(self, uuid):
         """The allocation of ``uuid`` leaves placement soon."""
@@ -207,12 +225,17 @@ class WaitingBuilds(object):
         consumers = set(allocations)
         if self._held is None:
             self._held = set(consumers)
-        self._held = (self._held | set(claimed)) & consumers
         now = time.monotonic()
+        self._expected = {uuid: since
+                          for uuid, since in self._expected.items()
+                          if now - since < EXPECTED_FOR}
+        self._held = ((self._held | set(claimed) | set(self._expected))
+                      & consumers)
         self._leaving = {uuid: since
                          for uuid, since in self._leaving.items()
                          if uuid in consumers
                          and now - since < self._confirm_after}
+        self._left_at_update = frozenset(self._leaving)
         self._since = {uuid: self._since.get(uuid, now)
                        for uuid in (consumers - self._held - set(idle)
                                     - set(self._leaving))}
@@ -227,23 +250,28 @@ class WaitingBuilds(object):
         return {uuid: dict(allocations[uuid]) for uuid in self._since}
 
     def leaving(self):
-        """The consumers of the last :meth:`update` that leave soon."""
+        """The consumers of the last :meth:`update` that leave soon.
+
+        Not those said to leave since: a build thread may call
+        :meth:`leaves` between an update and this call, for a consumer
+        that the update's allocations do not hold.
+        """
         with self._lock:
-            return set(self._leaving)
+            return set(self._left_at_update)
 
 
 def inventory(cluster, used, idle=None, waiting=None, leaving=None):
     """Placement inventory of the compute node.
 
-    :param cluster: ``{ironic resource class: {'total': n, 'free': n}}``
-        summed over the live services (the Reserver's
-        ``cluster_capacity()``).
+    :param cluster: ``{ironic resource class: {'total': n, 'free': n}}``:
+        the cluster's nodes, and the free nodes this service offers (the
+        Reserver's ``offer()``).
     :param used: ``{placement resource class: units}`` allocated to this
         service's instances.
     :param idle: the part of ``used`` that holds no node and never will
         (builds Nova gave up on).
-    :param waiting: ``{placement resource class: units}`` of the live
-        services' builds that wait for a node.
+    :param waiting: ``{placement resource class: units}`` of this
+        service's builds that wait for a node.
     :param leaving: the part of ``used`` about to leave placement (see
         :class:`WaitingBuilds`): it holds no free node, and when it
         leaves this provider's offer must not grow.

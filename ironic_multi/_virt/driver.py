@@ -23,6 +23,7 @@ Nova:
 
 - ``host``: the compute node's name, stable UUID and resource dict;
 - ``capacity``: inventory and traits reported to placement;
+- ``inventory``: when they are computed and told to placement;
 - ``metadata``: requirements and the deployment of an instance;
 - ``instances``: this service's instances and their power states;
 - ``errors``: our errors as the Nova exceptions the manager expects;
@@ -35,8 +36,6 @@ Nova:
 - ``unsupported``: what bare metal cannot do;
 - ``startup``: refusing to start on a bad configuration.
 """
-
-import threading
 
 from nova import block_device
 from nova.compute import task_states
@@ -52,16 +51,17 @@ from oslo_log import log as logging
 from ironic_multi._reservation.providers import base
 from ironic_multi._reservation import reserver as reserver_mod
 from ironic_multi._virt import actions
-from ironic_multi._virt import capacity
 from ironic_multi._virt import consumers
 from ironic_multi._virt import diagnostics
 from ironic_multi._virt import errors
 from ironic_multi._virt import host as host_mod
 from ironic_multi._virt import instances
+from ironic_multi._virt import inventory
 from ironic_multi._virt import left_tasks
 from ironic_multi._virt import metadata
 from ironic_multi._virt import migration
 from ironic_multi._virt import rollback
+from ironic_multi._virt import shutdown
 from ironic_multi._virt import startup
 from ironic_multi._virt import takeover
 from ironic_multi._virt import unsupported
@@ -71,11 +71,6 @@ from ironic_multi import exception
 
 LOG = logging.getLogger(__name__)
 CONF = conf.CONF
-# A build waits for a node between the scheduler's allocation and its
-# claim; one that seems to wait longer is looked up in Ironic (an
-# instance adopted from another host holds its node without a claim
-# here), at most once per this many seconds.
-_CONFIRM_WAITING_AFTER = 60
 # nova-compute imports this module after Nova registered its own options.
 conf.register_opts(CONF)
 
@@ -107,21 +102,11 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._refuse_bad(conf.check, CONF, host=self._host)
         self._reserver = reserver
         self._instances = None
-        self._inventory = None
-        # Whether the resource tracker reported this compute node once:
-        # before that, placement may not know its provider yet.
-        self._reported = False
-        # What placement counted used when the inventory was computed.
-        self._used = None
+        self._inventory_reporter = None
         self._takeover = None
         self._left_tasks = None
         # Whether the upgrade's ownership marks are done.
         self._owned = False
-        # Instances Nova gave up on whose nodes are back in the pool.
-        self._nodeless = set()
-        self._waiting = capacity.WaitingBuilds(self._holds_node,
-                                               _CONFIRM_WAITING_AFTER)
-        self._telling = threading.RLock()
 
     # -- life cycle ---------------------------------------------------------
 
@@ -150,18 +135,17 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._left_tasks.remember(nova_context.get_admin_context())
         self._reserver.set_consumers(consumers.instance_states,
                                      identity=consumers.identity())
-        self._reserver.on_refresh(self._refresh_inventory)
-        self._reserver.on_capacity_change(self._tell_placement)
-        # What placement counts used on this provider moves without any
-        # claim: a build that failed here leaves with its allocation.
-        self._reserver.add_periodic('placement usages', self._follow_usages,
-                                    CONF.ironic_multi.ring_poll_interval)
+        self._inventory_reporter = inventory.InventoryReporter(
+            host, self._reserver,
+            lambda: getattr(self.virtapi, 'reportclient', None))
+        self._inventory_reporter.start()
         self._takeover = takeover.Takeover(
             self._reserver, host, CONF,
             # The compute manager's placement client, whose provider cache
             # the takeover keeps right.
             report_client=self._report_client,
-            on_adopted=self._adopted)
+            on_adopted=self._adopted,
+            on_arriving=self._inventory_reporter.hold)
         self._reserver.add_request_handler('adopt', self._takeover.serve)
         self._reserver.add_request_handler('migrate-plan', migration.Migration(
             self._reserver, self._takeover, self._report_client, CONF).serve)
@@ -170,8 +154,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._reserver.add_request_handler(
             'migrate-rollback', rollback.Rollback(
                 self._reserver, self._takeover,
-                on_change=lambda result: self._refresh_inventory(
-                    self._reserver)).serve)
+                on_change=lambda result: (
+                    self._inventory_reporter.refresh())).serve)
         if takeover.enabled(CONF):
             # As often as the pool refresh: a look at Nova's services
             # table per interval, well inside Nova's own service_down_time;
@@ -191,6 +175,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                                     CONF.ironic_multi.pool_refresh_interval)
         here = self._instances_here()
         self._reserver.start()
+        shutdown.leave_when_stopping(self.virtapi, self._reserver.leave, host)
         self._own_instances(here)
         self._instances = instances.LocalInstances(self._reserver)
         # What the node provider cannot do, Nova must not offer.
@@ -212,8 +197,8 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def _adopted(self, result):
         """Adopted instances hold their nodes: none of them is a build."""
-        self._waiting.hold(result['adopted'])
-        self._refresh_inventory(self._reserver)
+        self._inventory_reporter.hold(result['adopted'])
+        self._inventory_reporter.refresh()
 
     def _instances_here(self):
         """The instances of this host in Nova, or None when Nova can't say.
@@ -228,7 +213,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
                         'allocations placement has at the first read are '
                         'taken to hold their nodes', e)
             return None
-        self._waiting.hold(here)
+        self._inventory_reporter.hold(here)
         return here
 
     def _own_instances(self, here=None):
@@ -246,7 +231,9 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
 
     def cleanup_host(self, host):
         if self._reserver is not None:
-            LOG.info('Host %s is stopping: leaving the coordination group, '
+            # Left the group when Nova's shutdown began, where Nova says
+            # so (see shutdown.py); stopping leaves it otherwise.
+            LOG.info('Host %s is stopping: out of the coordination group, '
                      'its shard keys move to the other members', host)
             self._reserver.stop()
 
@@ -279,143 +266,18 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
     def get_available_resource(self, nodename):
         return host_mod.available_resource(self._host)
 
-    def _refresh_inventory(self, reserver):
-        """Compute the inventory with each refresh, in its thread.
-
-        The cluster's free count and this host's use are read together, so
-        they agree: placement's own count of this host's allocations moves
-        the free count between refreshes.  And nothing here runs under the
-        resource tracker's lock, where builds queue.
-
-        One computation at a time, in the order they read: the resource
-        tracker writes the last one, which must be the newest.
-        """
-        with self._telling:
-            allocations = None
-            client = getattr(self.virtapi, 'reportclient', None)
-            if client is not None:
-                allocations = capacity.allocations_in_placement(
-                    client, host_mod.compute_node_uuid(self._host))
-            if allocations is None:
-                used, idle, leaving = capacity.used_by_flavors(
-                    capacity.flavors_on_host(self._host)), {}, {}
-            else:
-                used = capacity.add_up(allocations.values())
-                nodeless = self._idle(allocations)
-                idle = capacity.add_up(allocations[uuid] for uuid in nodeless)
-                reserver.builds_waiting(self._waiting.update(
-                    allocations, nodeless, reserver.claimed_lately()))
-                leaving = capacity.add_up(
-                    allocations[uuid] for uuid in self._waiting.leaving()
-                    if uuid not in nodeless)
-            self._used = used
-            self._inventory = capacity.inventory(
-                reserver.cluster_capacity(), used, idle,
-                reserver.cluster_waiting(), leaving)
-            reserver.publish_extra(inventory=self._inventory)
-
-    def _tell_placement(self, reserver):
-        """Tell placement the cluster's capacity now, not at the periodic.
-
-        A claim by any member takes a node off every provider's free
-        count; left to Nova's ``update_available_resource`` (every 60 s by
-        default), the other providers would offer it meanwhile, and a
-        build sent there would have to reschedule.
-        """
-        client = self._placement_client()
-        if client is None:
-            return
-        # One at a time (the follower, a failed build, a destroy): an
-        # inventory computed before another's must not be written after.
-        with self._telling:
-            self._refresh_inventory(reserver)
-            inventory = self._inventory
-            try:
-                told = capacity.tell_placement(
-                    client, nova_context.get_admin_context(),
-                    host_mod.compute_node_uuid(self._host), inventory)
-            except capacity.InventoryConflict as e:
-                # A burst of allocations on this provider: try again as
-                # soon as this pass ends, not at the next periodic.
-                LOG.debug('Placement\'s inventory moved under every write '
-                          '(%s); writing it again', e)
-                self._reserver.capacity_changed()
-                return
-            except Exception as e:
-                LOG.warning('Cannot tell placement the cluster\'s capacity '
-                            'now (%s); the next periodic update of the '
-                            'resources does', e)
-                return
-        if told:
-            LOG.debug('Told placement the cluster\'s capacity: %s',
-                      inventory)
-
-    def _placement_client(self):
-        """The compute manager's placement client, once it reported.
-
-        Before the resource tracker's first report placement may not
-        know this compute node's provider yet: None.
-        """
-        if not self._reported:
-            return None
-        return getattr(self.virtapi, 'reportclient', None)
-
-    def _follow_usages(self):
-        """Compute the inventory again when placement's usage moved.
-
-        ``reserved`` hides what the cluster uses, less this provider's
-        usage as it was: an allocation that left since (a build that
-        failed here, rescheduled or given up) would show one node free
-        that is not, until the next periodic.  One small read per
-        ``ring_poll_interval``.
-        """
-        client = self._placement_client()
-        if client is None:
-            return
-        usages = capacity.usages_in_placement(
-            client, host_mod.compute_node_uuid(self._host))
-        if usages is not None and usages != self._used:
-            self._reserver.capacity_changed()
-
-    def _holds_node(self, instance_uuid):
-        """Whether the instance holds a node; None when unknown."""
-        try:
-            return self._reserver.lookup(instance_uuid) is not None
-        except exception.IronicMultiError as e:
-            LOG.debug('Cannot look up the node of instance %(uuid)s: '
-                      '%(error)s', {'uuid': instance_uuid, 'error': e})
-            return None
-
-    def _idle(self, allocations):
-        """The consumers whose allocation holds no node, and never will.
-
-        Builds Nova gave up on; each one's node is looked up once (a
-        release may still be on its way), and then no more while it stays
-        given up.  When Nova cannot say, none: the allocations then count
-        as nodes in use, the safe side.
-        """
-        try:
-            given_up = consumers.given_up(allocations)
-        except Exception as e:
-            LOG.debug('Cannot ask Nova which builds failed: %s', e)
-            return set()
-        self._nodeless &= given_up
-        for uuid in sorted(given_up - self._nodeless):
-            if self._holds_node(uuid) is False:
-                self._nodeless.add(uuid)
-        return set(self._nodeless)
-
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
-        # No network round trip here, under the resource tracker's lock:
-        # the inventory comes from the last refresh (the first one, in
-        # init_host, made it).
-        if self._inventory is None:
-            self._refresh_inventory(self._reserver)
-        provider_tree.update_inventory(nodename, self._inventory)
-        self._reported = True
-        provider_tree.update_traits(nodename, capacity.provider_traits(
-            provider_tree.data(nodename).traits,
-            self._reserver.cluster_traits()))
+        if self._inventory_reporter is None:
+            raise nova_exception.VirtDriverNotReady()
+        self._inventory_reporter.update_provider_tree(provider_tree, nodename)
+
+    def set_host_enabled(self, enabled):
+        # Nova calls it when an operator enables or disables the service
+        # (after it set the COMPUTE_STATUS_DISABLED trait).
+        if self._inventory_reporter is None:
+            raise nova_exception.VirtDriverNotReady()
+        self._inventory_reporter.offering(enabled)
+        return 'enabled' if enabled else 'disabled'
 
     # -- instances ----------------------------------------------------------
 
@@ -545,22 +407,7 @@ class IronicMultiDriver(unsupported.UnsupportedMixin,
         self._allocation_leaves(instance)
 
     def _allocation_leaves(self, instance):
-        """Tell placement now: the instance's allocation leaves next.
-
-        Nova deletes it once the failed build or the destroy returns.
-        Placement's count of this provider's use then drops at once,
-        while its node is not free (cleaning, or never claimed because
-        none was free): told only later, this provider would offer one
-        node too many meanwhile.
-        """
-        self._waiting.leaves(instance.uuid)
-        try:
-            self._tell_placement(self._reserver)
-        except Exception:
-            # Not at the cost of the build's or the destroy's own outcome.
-            LOG.warning('Cannot tell placement the capacity now; the next '
-                        'change or periodic does', exc_info=True,
-                        instance=instance)
+        self._inventory_reporter.allocation_leaves(instance)
 
     def destroy(self, context, instance, network_info, block_device_info=None,
                 destroy_disks=True, destroy_secrets=True):

@@ -273,15 +273,19 @@ class Takeover(object):
         by default.
     :param on_adopted: called with the report after an adoption that moved
         instances (the driver recomputes its inventory).
+    :param on_arriving: called with the UUIDs of the instances about to be
+        adopted, before any of their allocations moves here (the driver's
+        inventory then knows that they hold nodes).
     """
 
     def __init__(self, reserver, host, conf=CONF, report_client=None,
-                 on_adopted=None):
+                 on_adopted=None, on_arriving=None):
         self._reserver = reserver
         self.host = host
         self._conf = conf
         self._report_client = report_client
         self._on_adopted = on_adopted
+        self._on_arriving = on_arriving
         self._servicegroup = None
         # Hosts whose compute node is known to be this driver's.
         self._drivers_hosts = set()
@@ -680,6 +684,12 @@ class Takeover(object):
             needed.update(_moving(current, _source_rp(instance, source,
                                                       in_tree)))
         if plans:
+            if self._on_arriving is not None:
+                # Told before their allocations move here: one seen here
+                # before its instance is would look like a build waiting
+                # for a node, and take its unit off the room made below.
+                self._on_arriving([instance.uuid
+                                   for instance, _r, _c in plans])
             # Placement's inventory is the first write: the fence first.
             self._fence(source, lock)
             self._make_room(context, client, node.uuid, needed)

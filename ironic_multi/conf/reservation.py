@@ -80,9 +80,20 @@ OPTS = [
              'each poll also reads the members\' payloads, so that a node '
              'another service claimed leaves this service\'s inventory in '
              'placement within about this long (etcd3\'s watch streams '
-             'them).  The virt driver reads its provider\'s usages in '
-             'placement as often, and tells placement its inventory again '
-             'when they moved.'),
+             'them).'),
+    cfg.FloatOpt(
+        'placement_poll_interval',
+        default=0.5,
+        min=0.1,
+        max=60,
+        help='Seconds between two reads of this compute node\'s usages in '
+             'placement by the virt driver.  A usage that moved (the '
+             'scheduler allocated a build here, or a failed build left) '
+             'is counted at once: the build waits for a node, and every '
+             'provider of the group stops offering that node.  The sooner '
+             'it is seen, the fewer builds the scheduler sends to a '
+             'node that a build here is about to claim.  Each compute '
+             'makes one small placement request per interval.'),
     cfg.IntOpt(
         'pool_full_refresh_interval',
         default=600,

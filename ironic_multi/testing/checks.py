@@ -66,21 +66,41 @@ def placement_view(inventory, usages):
 
 
 def compare_capacity(truth, placement):
-    """Where a live provider's free count differs from Ironic's.
+    """Where the live providers' free counts do not add up to Ironic's.
+
+    Each compute service offers placement the free nodes of its own
+    shards, so the scheduler can place as many builds as the providers'
+    free counts add up to (a provider over its capacity offers nothing).
 
     :param truth: :func:`ironic_truth`.
     :param placement: ``{host: {placement class: view or None}}``.
-    :returns: ``[(host, placement class, placement free, ironic free)]``.
+    :returns: ``[(hosts, placement class, placement free, ironic free)]``;
+        ``hosts`` names the providers, placement's free is None when one
+        of them has no inventory of the class.
     """
     wrong = []
+    hosts = ', '.join(sorted(placement))
     for resource_class, counts in sorted(truth.items()):
         name = placement_class(resource_class)
-        for host, views in sorted(placement.items()):
-            view = views.get(name)
-            free = None if view is None else view['free']
-            if free != counts['free']:
-                wrong.append((host, name, free, counts['free']))
+        free = offered(placement, name)
+        if free != counts['free']:
+            wrong.append((hosts, name, free, counts['free']))
     return wrong
+
+
+def offered(placement, name):
+    """The providers' free counts of class ``name``, added up.
+
+    What the scheduler may place: a provider over its capacity (a
+    negative free count) offers nothing.
+
+    :param placement: ``{host: {placement class: view or None}}``.
+    :returns: None when a provider (or every one) has no inventory of it.
+    """
+    views = [by_class.get(name) for by_class in placement.values()]
+    if not views or None in views:
+        return None
+    return sum(max(view['free'], 0) for view in views)
 
 
 def placement_class(resource_class):

@@ -59,6 +59,7 @@ import collections
 import contextlib
 import functools
 import gc
+import itertools
 import logging
 import os
 import sys
@@ -663,6 +664,50 @@ class NovaServicesCase(integrated_helpers._IntegratedTestBase):
             return 0
         return (inventory['total'] - inventory['reserved']
                 - self.provider_usage(host, resource_class))
+
+    def place_nodes(self, counts):
+        """Move free nodes into shard keys that ``counts``' hosts own.
+
+        Each compute offers placement the free nodes of its own shards:
+        a test that boots on a given host (``boot(host=...)``) gives it
+        the nodes first.  Then every compute flushes its pool (new shard
+        keys are read with a full refresh, as ``pool flush`` does) and
+        reports.
+
+        :param counts: ``{host: nodes}``, over the free nodes.
+        :returns: ``{host: [node uuid]}``.
+        """
+        reservers = [self.driver_of(c).reserver
+                     for c in self.computes.values()]
+        ring = reservers[0].ring
+        keys = ('placed-%d' % n for n in itertools.count())
+        free = [n['uuid'] for n in self.ironic.list_nodes()
+                if n['provision_state'] == 'available'
+                and not n['instance_uuid']]
+        self.assertLessEqual(sum(counts.values()), len(free))
+        placed = {}
+        for host, count in sorted(counts.items()):
+            key = next(k for k in keys if ring.owner(k) == host)
+            placed[host] = [free.pop() for _ in range(count)]
+            for node in placed[host]:
+                self.ironic.request('PATCH', '/v1/nodes/%s' % node, json=[
+                    {'op': 'add', 'path': '/shard', 'value': key}])
+        for reserver in reservers:
+            reserver.provider.flush()
+        self.refresh_capacity()
+        return placed
+
+    def offered_in_placement(self, hosts=None,
+                             resource_class='CUSTOM_BAREMETAL'):
+        """What placement offers the scheduler over the computes' providers.
+
+        Each offers the free nodes of its own shards: their free counts
+        added up, a provider over its capacity offering nothing.
+
+        :param hosts: these computes; all of them by default.
+        """
+        return sum(max(self.free_in_placement(host, resource_class), 0)
+                   for host in (self.computes if hosts is None else hosts))
 
     def providers(self):
         """Every resource provider in placement (``uuid``, ``name``...)."""

@@ -190,10 +190,6 @@ def test_an_untyped_exception_in_a_compute_log(cloud, observer, tmp_path):
 
 def test_placement_held_apart_from_ironic(cloud, observer, ironic):
     placement = cloud.connection(ADMIN).placement
-    host = sorted(cloud.computes)[0]
-    (provider,) = [p for p in placement.resource_providers()
-                   if p.name == host]
-    url = '/resource_providers/%s/inventories' % provider.id
     name = checks.placement_class(observer.classes[0])
 
     def wrong():
@@ -211,6 +207,15 @@ def test_placement_held_apart_from_ironic(cloud, observer, ironic):
 
     assert observer.look() == []
     until_right()
+    # The provider that offers most: each offers its own shards' nodes.
+    views = observer.placement_views()
+    host = max(sorted(views), key=lambda h: views[h][name]['free'])
+    if views[host][name]['free'] <= 0:
+        pytest.skip('no free %s node to hide' % name)
+    (provider,) = [p for p in placement.resource_providers()
+                   if p.name == host]
+    url = '/resource_providers/%s/inventories' % provider.id
+    planted = None
     try:
         for _ in range(ATTEMPTS):
             # One unit more reserved than the driver said: one free node
@@ -220,22 +225,22 @@ def test_placement_held_apart_from_ironic(cloud, observer, ironic):
             inventory = body['inventories'][name]
             if inventory['reserved'] >= inventory['total']:
                 pytest.skip('no free %s node to hide' % name)
-            inventory['reserved'] += 1
+            inventory['reserved'] = planted = inventory['reserved'] + 1
             placement.put(url, json=body, microversion='1.26')
-            found = wrong()
+            # Only the plant: another provider may still be catching up
+            # with nodes the previous test's deletes left cleaning.
+            found = [item for item in wrong() if item[1] == name]
             if found:
                 break
     finally:
-        # Put right: reserved as the driver computes it, from Ironic's
-        # free count and the provider's use.
-        free = checks.ironic_truth(ironic.list_nodes(
-            fields=checks.NODE_FIELDS))[observer.classes[0]]['free']
-        used = observer.placement_views()[host][name]['used']
+        # Put right, unless the driver wrote its own since.
         body = placement.get(url, microversion='1.26').json()
         inventory = body['inventories'][name]
-        inventory['reserved'] = max(inventory['total'] - used - free, 0)
-        placement.put(url, json=body, microversion='1.26')
+        if planted is not None and inventory['reserved'] == planted:
+            inventory['reserved'] -= 1
+            placement.put(url, json=body, microversion='1.26')
     observer.report(invariants.check_capacity(found))
     (detail,) = _fails_the_run(observer, invariants.CAPACITY)
-    assert detail.startswith('%s %s: ' % (host, name)), detail
+    assert detail.startswith('%s %s: ' % (
+        ', '.join(sorted(views)), name)), detail
     until_right()

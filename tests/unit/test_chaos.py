@@ -801,6 +801,27 @@ def _workload(answers):
     return ops
 
 
+def test_a_boot_on_a_host_takes_the_flavor_that_host_offers_most():
+    from ironic_multi.testing import fleet
+
+    ops = _workload([])
+    gold = fleet.Flavor('gold', 'gold', 'gold')
+    silver = fleet.Flavor('silver', 'silver', 'silver')
+    ops.flavors = {'gold': gold, 'silver': silver}
+    node = {'provision_state': 'available', 'resource_class': 'gold'}
+    ops.observer.latest = {'nodes': [node, node, dict(
+        node, resource_class='silver')]}
+    # The cluster has more gold; compute-1's own shards offer silver only.
+    ops.observer.placement_views.return_value = {
+        'compute-1': {'CUSTOM_GOLD': {'free': 0},
+                      'CUSTOM_SILVER': {'free': 1}},
+        'compute-2': {'CUSTOM_GOLD': {'free': 2},
+                      'CUSTOM_SILVER': {'free': 0}}}
+    assert ops.roomiest_flavor() == 'gold'
+    assert ops.roomiest_flavor('compute-1') == 'silver'
+    assert ops.roomiest_flavor('compute-2') == 'gold'
+
+
 BUILDING = {'status': 'BUILD', 'OS-EXT-STS:task_state': 'scheduling',
             'OS-EXT-SRV-ATTR:host': None}
 
@@ -1008,19 +1029,21 @@ def test_the_watch_is_judged(looks, failed, blind, bad):
 
 
 def test_placement_held_apart_from_ironic():
-    # Planted: one compute's provider says 3 gold nodes are free, Ironic 2.
+    # Planted: one compute's provider says 2 gold nodes are free, the
+    # other's 1; Ironic has 2.
     truth = checks.ironic_truth([
         {'uuid': 'n%d' % i, 'resource_class': 'gold',
          'provision_state': 'available', 'power_state': 'power off'}
         for i in range(2)])
-    view = {'total': 2, 'reserved': 0, 'used': 0, 'free': 2}
+    view = {'total': 2, 'reserved': 1, 'used': 0, 'free': 1}
     assert invariants.check_capacity(checks.compare_capacity(
-        truth, {'compute-1': {'CUSTOM_GOLD': view}})) == []
+        truth, {'compute-1': {'CUSTOM_GOLD': view},
+                'compute-2': {'CUSTOM_GOLD': view}})) == []
     found = invariants.check_capacity(checks.compare_capacity(
-        truth, {'compute-1': {'CUSTOM_GOLD': dict(view, free=3)},
+        truth, {'compute-1': {'CUSTOM_GOLD': dict(view, free=2)},
                 'compute-2': {'CUSTOM_GOLD': view}}))
-    assert found == [(invariants.CAPACITY,
-                      'compute-1 CUSTOM_GOLD: placement 3 free, Ironic 2')]
+    assert found == [(invariants.CAPACITY, 'compute-1, compute-2 '
+                      'CUSTOM_GOLD: placement 3 free, Ironic 2')]
 
 
 def test_an_untyped_error_in_a_log_fails_the_run(tmp_path, log_dir):

@@ -76,6 +76,19 @@ def test_audit_finds_double_bookings():
     assert truth == {'gold': {'total': 3, 'used': 2, 'free': 1}}
     assert checks.compare_capacity(truth, {'c1': {'CUSTOM_GOLD': {
         'free': 2}}}) == [('c1', 'CUSTOM_GOLD', 2, 1)]
+    # Each provider offers its own shards' nodes: they add up, and one
+    # over its capacity offers nothing (it takes nothing from the rest).
+    assert checks.compare_capacity(truth, {
+        'c1': {'CUSTOM_GOLD': {'free': 1}},
+        'c2': {'CUSTOM_GOLD': {'free': 0}},
+        'c3': {'CUSTOM_GOLD': {'free': -1}}}) == []
+    assert checks.compare_capacity(truth, {
+        'c1': {'CUSTOM_GOLD': {'free': 1}},
+        'c2': {'CUSTOM_GOLD': {'free': 1}}}) == [
+            ('c1, c2', 'CUSTOM_GOLD', 2, 1)]
+    assert checks.compare_capacity(truth, {
+        'c1': {'CUSTOM_GOLD': {'free': 1}}, 'c2': {}}) == [
+            ('c1, c2', 'CUSTOM_GOLD', None, 1)]
 
 
 @pytest.mark.parametrize('nodes, computes, servers, says', [

@@ -97,15 +97,13 @@ def test_a_legend_lists_only_bars_that_are_drawn(figure):
                       'failed attempts (rescheduled or ERROR)']
 
 
-def test_placement_below_zero_is_shown_and_explained(figure):
+def test_placement_is_what_the_providers_offer_added_up(figure):
     free_axes, _boots = figure().axes
-    assert free_axes.get_ylim()[0] < -1
-    notes = [t.get_text() for t in free_axes.texts]
-    assert ('compute1, bronze: placement -1, Ironic 0 (allocations newer '
-            'than its last inventory report)' in notes)
-    assert chart.below_zero(SAMPLES, CLASSES) == (2, 'compute1', 'bronze',
-                                                  -1, 0)
-    assert 'below zero' in chart.CAPTION
+    dashed = [line for line in free_axes.get_lines()
+              if line.get_linestyle() == '--']
+    # Bronze: compute1 alone, -1 at t=2 offers nothing.
+    assert list(dashed[0].get_ydata()) == [2, 0, 0, 0]
+    assert free_axes.get_ylim()[0] == -0.5
 
 
 def test_a_failed_run_says_so_in_the_title(figure):

@@ -189,7 +189,8 @@ class Injector(object):
     def _boot_on(self, host, fault, record):
         """The fault's own boot on ``host``: its server id, or None."""
         server_id, boot = self.workload.post_boot(
-            self.workload.roomiest_flavor(), origin=fault.kind, host=host)
+            self.workload.roomiest_flavor(host), origin=fault.kind,
+            host=host)
         record['server'] = server_id
         if server_id is None:
             record['caught'] = False

@@ -173,13 +173,18 @@ class Observer(object):
         return views
 
     def placement_free(self):
-        """``{resource class: lowest free count over the providers}``."""
+        """``{resource class: the providers' free counts added up}``.
+
+        Each offers its own shards' free nodes; one over its capacity
+        offers nothing.
+        """
         views = self.placement_views()
         free = {}
         for rc in self.classes:
-            counts = [v[checks.placement_class(rc)]['free']
-                      for v in views.values()
-                      if v.get(checks.placement_class(rc))]
-            if counts:
-                free[rc] = min(counts)
+            name = checks.placement_class(rc)
+            # A compute that has not reported yet has no inventory.
+            offered = checks.offered(
+                {h: v for h, v in views.items() if v.get(name)}, name)
+            if offered is not None:
+                free[rc] = offered
         return free

@@ -283,8 +283,21 @@ class Workload(object):
                    and not node.get('maintenance')
                    and node.get('provision_state') == 'available')
 
-    def roomiest_flavor(self):
-        return max(sorted(self.flavors), key=self.free_for)
+    def roomiest_flavor(self, host=None):
+        """The flavor with the most free nodes (on ``host``'s provider).
+
+        Each compute offers placement the free nodes of its own shards: a
+        boot sent to ``host`` needs a flavor that it offers.
+        """
+        if host is None:
+            return max(sorted(self.flavors), key=self.free_for)
+        views = self.observer.placement_views().get(host, {})
+
+        def offered(name):
+            view = views.get(self.flavors[name].placement_class)
+            return (view['free'] if view else 0), self.free_for(name)
+
+        return max(sorted(self.flavors), key=offered)
 
     def post_boot(self, flavor_name, origin='workload', host=None):
         """POST one server; returns ``(server id, operation record)``.

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from ironic_multi._reservation import capacity as capacity_mod
+from ironic_multi._reservation import filters
 from ironic_multi._reservation import providers
 from ironic_multi._reservation import requirements as reqs
 from ironic_multi._reservation import reserver as reserver_mod
@@ -204,19 +205,27 @@ class TestClaimsCountedAtOnce:
     def test_the_other_member_counts_a_claim_at_its_next_look(
             self, cluster):
         a, b = cluster['a'], cluster['b']
+        offered = b.offer()[0]['gold']['free']
         with mock.patch.object(a._follower, 'ask') as asked:
-            a.claim('i1', _gold())
+            held = a.claim('i1', _gold())
         asked.assert_called_once_with()
+        assert held.shard in a.owned_shards()
         assert a.cluster_capacity()['gold']['free'] == self.FULL - 1
-        # b's ring poll (file:// has no stream) reads the payloads.
+        # b's ring poll (file:// has no stream) reads the payloads: a
+        # node of a's shards, so b's offer stays; placement need not hear.
         with mock.patch.object(b._follower, 'ask') as asked:
             assert b.watch_ring() is False
-        asked.assert_called_once_with()
+        asked.assert_not_called()
         assert b.cluster_capacity()['gold']['free'] == self.FULL - 1
-        # Nothing new: no follow.
+        assert b.offer()[0]['gold']['free'] == offered
+        # A claim from b's shards (a's are spent) takes b's offer down.
+        for number in range(2, 2 * len(a.owned_shards()) + 2):
+            held = a.claim('i%d' % number, _gold())
+        assert held.shard in b.owned_shards()
         with mock.patch.object(b._follower, 'ask') as asked:
             b.watch_ring()
-        asked.assert_not_called()
+        asked.assert_called_once_with()
+        assert b.offer()[0]['gold']['free'] == offered - 1
 
     def test_a_claim_in_another_members_shard_is_counted_once(
             self, cluster):
@@ -245,6 +254,27 @@ class TestClaimsCountedAtOnce:
         with mock.patch.object(a.membership, 'publish', side_effect=down):
             a.claim('i1', _gold())
         assert a.cluster_capacity()['gold']['free'] == self.FULL - 1
+
+
+class TestOffers:
+
+    def test_the_offers_add_up_and_a_disabled_services_move(self, cluster):
+        a, b = cluster['a'], cluster['b']
+
+        def offered(reserver):
+            return reserver.offer()[0]['gold']['free']
+
+        assert offered(a) == 2 * len(a.owned_shards()) > 0
+        assert offered(a) + offered(b) == 2 * len(SHARDS)
+        with mock.patch.object(a._follower, 'ask') as asked:
+            a.set_offering(False)
+        asked.assert_called_once_with()
+        b.watch_ring()
+        assert (offered(a), offered(b)) == (0, 2 * len(SHARDS))
+        a.set_offering(True)
+        b.watch_ring()
+        assert offered(a) + offered(b) == 2 * len(SHARDS)
+        assert offered(b) == 2 * len(b.owned_shards())
 
 
 class TestRingWatch:
@@ -360,37 +390,154 @@ def test_a_claim_stops_counting_once_its_shard_was_counted_after_it():
     assert membership.payloads['me']['taken'] == {}
 
 
-def test_builds_waiting_for_a_node_are_summed_over_live_members():
+def test_builds_waiting_here_come_off_this_members_offer_alone():
     membership = _Membership()
     board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
+    gold = {'CUSTOM_GOLD': 1}
+    # Another member's build waits on that member's own provider.
     membership.payloads['other'] = {
-        'at': time.time(), 'shards': {},
-        'waiting': {'i-9': {'CUSTOM_GOLD': 1}}}
+        'at': time.time(), 'shards': {}, 'waiting': {'i-9': gold}}
     board.publish({'s0': {'gold': {'total': 4, 'free': 4}}}, set())
-    assert board.cluster_waiting() == {'CUSTOM_GOLD': 1}
-    assert board.set_waiting({'i-1': {'CUSTOM_GOLD': 1},
-                              'i-2': {'CUSTOM_GOLD': 1}}) is True
-    assert membership.payloads['me']['waiting'] == {
-        'i-1': {'CUSTOM_GOLD': 1}, 'i-2': {'CUSTOM_GOLD': 1}}
-    assert board.cluster_waiting() == {'CUSTOM_GOLD': 3}
-    assert board.set_waiting({'i-1': {'CUSTOM_GOLD': 1},
-                              'i-2': {'CUSTOM_GOLD': 1}}) is False
-    # A claim: listed as taken and no longer waiting, in one write.
+    assert board.offer() == ({'gold': {'total': 4, 'free': 4}}, {})
+    assert board.set_waiting({'i-1': gold, 'i-2': gold}) is True
+    assert membership.payloads['me']['waiting'] == {'i-1': gold,
+                                                    'i-2': gold}
+    assert board.offer() == ({'gold': {'total': 4, 'free': 4}},
+                             {'CUSTOM_GOLD': 2})
+    assert board.set_waiting({'i-1': gold, 'i-2': gold}) is False
+    # A claim: listed as taken and no longer waiting, in one write, so
+    # that the offer less the builds waiting does not move.
     board.took('n1', 's0', 'gold', 'i-1')
     published = membership.payloads['me']
     assert set(published['waiting']) == {'i-2'}
     assert published['taken']['n1']['instance'] == 'i-1'
-    assert board.cluster_waiting() == {'CUSTOM_GOLD': 2}
-    assert board.cluster_capacity()['gold']['free'] == 3
+    assert board.offer() == ({'gold': {'total': 4, 'free': 3}},
+                             {'CUSTOM_GOLD': 1})
     # Waiting builds read before the claim do not bring it back.
-    board.set_waiting({'i-1': {'CUSTOM_GOLD': 1},
-                       'i-2': {'CUSTOM_GOLD': 1}})
+    board.set_waiting({'i-1': gold, 'i-2': gold})
     assert set(membership.payloads['me']['waiting']) == {'i-2'}
     assert board.claimed_lately() == {'i-1'}
-    # A member that left took its builds with it.
-    del membership.payloads['other']
-    assert board.reread() is True
-    assert board.cluster_waiting() == {'CUSTOM_GOLD': 1}
+
+
+def test_a_claim_leaves_waiting_and_the_offer_in_one_step():
+    membership = _Membership()
+    board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
+    board.publish({'s0': {'gold': {'total': 4, 'free': 4}}}, set())
+    board.set_waiting({'i-1': {'CUSTOM_GOLD': 1}})
+    seen = []
+    real_sum = capacity_mod._sum
+
+    def summing(*args):
+        # Another thread (the inventory reporter) reads the offer while
+        # the claim sums: it must wait, not see the build gone and its
+        # node still free.
+        reader = threading.Thread(target=lambda: seen.append(board.offer()))
+        reader.start()
+        reader.join(0.2)
+        seen.append('summed')
+        return real_sum(*args)
+
+    with mock.patch.object(capacity_mod, '_sum', side_effect=summing):
+        board.took('n1', 's0', 'gold', 'i-1')
+    for _ in range(50):
+        if len(seen) == 2:
+            break
+        time.sleep(0.05)
+    assert seen == ['summed', ({'gold': {'total': 4, 'free': 3}}, {})]
+
+
+class _Ring(object):
+    """Only what a CapacityBoard asks of a ring: each shard's owner."""
+
+    host = 'me'
+
+    def __init__(self, order):
+        # {shard: hosts in the order they would own it}
+        self._order = order
+
+    def owner(self, shard, ignore=()):
+        return next((h for h in self._order[shard] if h not in ignore),
+                    None)
+
+
+class TestOffer:
+    """Each member offers placement the free nodes of its own shards."""
+
+    GOLD = {'gold': {'total': 4, 'free': 3}}
+
+    def _board(self):
+        self.membership = _Membership()
+        self.membership.payloads['b'] = {
+            'at': time.time() - 10, 'host': 'b',
+            'shards': {'s1': {'gold': {'total': 4, 'free': 2}}}}
+        board = capacity_mod.CapacityBoard(
+            self.membership, retain_seconds=60,
+            ring=_Ring({'s0': ['me', 'b'], 's1': ['b', 'me']}))
+        board.publish({'s0': self.GOLD}, set(), extra={'host': 'me'})
+        return board
+
+    def test_the_offers_add_up_to_the_clusters_free_nodes(self):
+        board = self._board()
+        assert board.cluster_capacity() == {'gold': {'total': 8,
+                                                     'free': 5}}
+        assert board.offer() == ({'gold': {'total': 8, 'free': 3}}, {})
+
+    def test_a_claim_from_another_members_shard_leaves_the_offer(self):
+        board = self._board()
+        self.membership.payloads['b']['taken'] = {
+            'n1': {'shard': 's1', 'resource_class': 'gold',
+                   'at': time.time()}}
+        # Not this member's offer: placement's use of b's provider took
+        # that unit off already.
+        assert board.reread() is False
+        assert board.cluster_capacity()['gold']['free'] == 4
+        assert board.offer()[0]['gold']['free'] == 3
+        self.membership.payloads['b']['taken']['n2'] = {
+            'shard': 's0', 'resource_class': 'gold', 'at': time.time()}
+        assert board.reread() is True
+        assert board.offer()[0]['gold']['free'] == 2
+
+    def test_a_claim_from_another_hosts_shard_never_adds_up_high(self):
+        board = self._board()
+        board.set_waiting({'i1': {'CUSTOM_GOLD': 1}})
+        assert board.offer() == ({'gold': {'total': 8, 'free': 3}},
+                                 {'CUSTOM_GOLD': 1})
+        # No node left in s0 for i1 (say): it takes one of b's.  b still
+        # offers it (2) until it reads the claim, so this member's offer
+        # less its builds waiting must not grow (3 - 1).
+        board.took('n9', 's1', 'gold', 'i1')
+        assert board.offer() == ({'gold': {'total': 8, 'free': 2}}, {})
+        # The cluster has the claim (3 + 2 - 1).  b, once it reads the
+        # claim, offers 1: the offers are low by one, never high, until
+        # b's next count has it; then this member offers s0's 3 again.
+        assert board.cluster_capacity()['gold']['free'] == 4
+        self.membership.payloads['b'] = dict(
+            self.membership.payloads['b'], at=time.time() + 1,
+            shards={'s1': {'gold': {'total': 4, 'free': 1}}})
+        assert board.reread() is True
+        assert board.offer() == ({'gold': {'total': 8, 'free': 3}}, {})
+        assert board.cluster_capacity()['gold']['free'] == 4
+
+    def test_the_next_host_offers_the_shards_of_a_disabled_service(self):
+        board = self._board()
+        self.membership.payloads['b']['offering'] = False
+        assert board.reread() is True
+        assert board.offer()[0]['gold']['free'] == 5
+        del self.membership.payloads['b']['offering']
+        assert board.reread() is True
+        assert board.offer()[0]['gold']['free'] == 3
+
+    def test_a_disabled_service_offers_nothing(self):
+        board = self._board()
+        assert board.set_offering(False) is True
+        assert self.membership.payloads['me']['offering'] is False
+        assert board.offer()[0]['gold']['free'] == 0
+        assert board.set_offering(False) is False
+        # Its next refresh still says so.
+        board.publish({'s0': self.GOLD}, set(), extra={'host': 'me'})
+        assert self.membership.payloads['me']['offering'] is False
+        assert board.set_offering(True) is True
+        assert board.offer()[0]['gold']['free'] == 3
 
 
 def test_another_members_claim_is_read_again_on_demand():
@@ -434,7 +581,7 @@ class TestCoordinationDown:
                 'total': 2 * len(SHARDS), 'free': 2 * len(SHARDS) - 2}
         assert reservation.shard in owned
 
-    def test_waiting_builds_count_here_and_reach_the_others_later(
+    def test_waiting_builds_count_here_and_are_published_later(
             self, cluster):
         a, b = cluster['a'], cluster['b']
         a.refresh()
@@ -444,13 +591,17 @@ class TestCoordinationDown:
         waiting = {'i0': {'CUSTOM_GOLD': 1}}
         with mock.patch.object(a.membership, 'publish', side_effect=down):
             assert a.builds_waiting(waiting) is True
-        assert a.cluster_waiting() == {'CUSTOM_GOLD': 1}
-        b.refresh()
-        assert b.cluster_waiting() == {}
+        assert a.offer()[1] == {'CUSTOM_GOLD': 1}
+
+        def seen_by_b():
+            b.refresh()
+            return b.capacity.published()[a.membership.member_id][
+                'waiting']
+
+        assert seen_by_b() == {}
         # Back: the next change (or refresh) publishes it.
         a.refresh()
-        b.refresh()
-        assert b.cluster_waiting() == {'CUSTOM_GOLD': 1}
+        assert seen_by_b() == waiting
 
 
 def test_the_deprecated_option_name_still_selects_the_provider(tmp_path):
@@ -483,7 +634,7 @@ def test_threads_of_one_service_offer_different_nodes(cluster):
 
     # The same order for both: only the marks keep them apart.
     with mock.patch.object(a.provider, 'claim', claim), \
-            mock.patch('random.shuffle', lambda nodes: None):
+            mock.patch.object(filters, 'shuffled', iter):
         threads = [threading.Thread(target=a.claim, args=(i, _gold()))
                    for i in ('t1', 't2')]
         for thread in threads:
@@ -656,6 +807,23 @@ def test_a_stopping_service_leaves_the_group_before_its_work_ends(
         other.stop()
 
 
+def test_a_service_that_left_the_group_still_claims_and_stays_out(
+        cluster):
+    """Nova's graceful shutdown: out of the ring at once, builds go on."""
+    a, b = cluster['a'], cluster['b']
+    a.leave()
+    a.leave()   # twice, as cleanup_host's stop() leaves again
+    b.refresh()
+    assert a.membership.member_id not in b.membership.members()
+    assert set(b.ring.owned()) == set(SHARDS)
+    # Every node is still there to claim, from b's shards now.
+    claimed = {a.claim('i%d' % n, _gold()).node_uuid for n in range(4)}
+    assert len(claimed) == 4
+    a.refresh()
+    assert a.membership.member_id not in b.membership.members()
+    a.stop()
+
+
 # -- what a service serves: [ironic] shard and conductor_group ----------------
 
 def _static_conf(tmp_path, ironic=None, nodes=None):
@@ -762,3 +930,23 @@ def test_peer_list_must_name_every_live_member(tmp_path):
         third.stop()
     finally:
         first.stop()
+
+
+def test_a_claim_draws_only_the_candidates_it_offers(cluster):
+    """The pool's candidates are drawn lazily, one batch at a time."""
+    a = cluster['a']
+    a.refresh()
+    drawn = []
+    real = a.provider.ready_candidates
+
+    def counted(*args, **kwargs):
+        for node in real(*args, **kwargs):
+            drawn.append(node['uuid'])
+            yield node
+
+    owned = a.provider.ready_nodes(_gold(), a.ring.owned())
+    assert len(owned) > 2  # more than one batch (claim_candidates=2)
+    with mock.patch.object(a.provider, 'ready_candidates', counted):
+        reservation = a.claim('t1', _gold())
+    assert reservation.node_uuid in drawn
+    assert len(drawn) == 2

@@ -76,10 +76,10 @@ class FakeReserver(object):
         self.capacity_listeners = []
         self.capacity_changes = 0
         self.extra = {}
-        # Builds waiting for a node: this member's as published, and the
-        # other members' units per placement class.
+        # This member's builds waiting for a node, as published, and
+        # whether it offers its shards' free nodes.
         self.waiting = {}
-        self.others_waiting = {}
+        self.offering = True
         self.health = FakeHealth()
         self.handlers = {}
         self.periodics = []
@@ -147,6 +147,9 @@ class FakeReserver(object):
     def add_request_handler(self, op, handler):
         self.handlers[op] = handler
 
+    def leave(self):
+        self._call('leave')
+
     def stop(self):
         self._call('stop')
         self.stopped = True
@@ -170,12 +173,17 @@ class FakeReserver(object):
                         for uuid, resources in waiting.items()}
         return changed
 
-    def cluster_waiting(self):
-        units = dict(self.others_waiting)
+    def offer(self):
+        """``cluster`` stands for the nodes and the free ones offered."""
+        units = {}
         for resources in self.waiting.values():
             for name, count in resources.items():
                 units[name] = units.get(name, 0) + count
-        return units
+        return self.cluster_capacity(), units
+
+    def set_offering(self, offering):
+        self._call('set_offering', offering)
+        self.offering = offering
 
     def claimed_lately(self):
         return set(self.claims)

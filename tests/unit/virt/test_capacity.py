@@ -140,6 +140,22 @@ class TestWaitingBuilds:
         assert builds.update({'a': self.GOLD, 'b': self.GOLD}, set(),
                              set()) == {'b': self.GOLD}
 
+    def test_an_instance_held_before_its_allocation_arrives_holds(self):
+        # An adoption says so before it moves the allocation here.
+        builds = self._builds()
+        builds.update({}, set(), set())
+        builds.hold({'adopted'})
+        assert builds.update({}, set(), set()) == {}
+        assert builds.update({'adopted': self.GOLD}, set(), set()) == {}
+        # Not for ever: a consumer that comes much later is a build.
+        builds.hold({'late'})
+        assert builds.update({}, set(), set()) == {}
+        later = time.monotonic() + capacity.EXPECTED_FOR + 1
+        with mock.patch.object(capacity.time, 'monotonic',
+                               return_value=later):
+            assert builds.update({'late': self.GOLD}, set(), set()) == {
+                'late': self.GOLD}
+
     def test_a_claim_or_a_failed_build_ends_the_wait(self):
         builds = self._builds()
         builds.update({}, set(), set())
@@ -169,6 +185,19 @@ class TestWaitingBuilds:
             assert builds.update({'new': self.GOLD}, set(), set()) == {
                 'new': self.GOLD}
         assert builds.leaving() == set()
+
+    def test_leaving_is_the_last_updates(self):
+        # Chaos run, CI 2026-11-29: a build thread said a consumer leaves
+        # between the refresh's update and its read of leaving(), and the
+        # refresh looked it up in allocations that did not hold it
+        # (KeyError in nova-compute).
+        builds = self._builds()
+        builds.update({'a': self.GOLD}, set(), set())
+        builds.leaves('a')
+        builds.leaves('b')
+        assert builds.leaving() == set()
+        builds.update({'a': self.GOLD, 'b': self.GOLD}, set(), set())
+        assert builds.leaving() == {'a', 'b'}
 
     def test_a_long_wait_is_looked_up_once_per_period(self):
         builds = self._builds(held={'adopted'})

@@ -26,8 +26,8 @@ from tests.unit.virt import fakes
 # Every Reserver method the driver calls.
 USED = ('start', 'stop', 'claim', 'release', 'lookup', 'node', 'instances',
         'deploy', 'teardown', 'rebuild', 'power', 'attach_vif',
-        'detach_vif', 'cluster_capacity', 'cluster_traits',
-        'add_periodic', 'add_request_handler')
+        'detach_vif', 'cluster_capacity', 'cluster_traits', 'offer',
+        'set_offering', 'add_periodic', 'add_request_handler')
 
 
 @pytest.mark.parametrize('name', USED)

@@ -28,6 +28,7 @@ from ironic_multi._virt import capacity
 from ironic_multi._virt import consumers
 from ironic_multi._virt import driver
 from ironic_multi._virt import host
+from ironic_multi._virt import inventory as inventory_mod
 from ironic_multi import exception
 from tests.unit.virt import fakes
 
@@ -331,13 +332,53 @@ def test_update_provider_tree(drv, reserver, tree):
     assert reserver.extra['inventory'] == expected
 
 
+@pytest.fixture
+def in_this_thread():
+    """The reporter's daemon threads run their calls at once, here."""
+    def run(name, function, *args):
+        function(*args)
+
+    with mock.patch.object(inventory_mod.worker, 'in_daemon_thread',
+                           side_effect=run):
+        yield
+
+
+def test_a_service_nova_disables_stops_offering_its_nodes(
+        drv, reserver, in_this_thread):
+    assert drv.set_host_enabled(False) == 'disabled'
+    assert reserver.names() == ['set_offering']
+    assert reserver.offering is False
+    # Told once: the next call, or the trait, changes nothing.
+    assert drv.set_host_enabled(False) == 'disabled'
+    assert reserver.names() == ['set_offering']
+    assert drv.set_host_enabled(True) == 'enabled'
+    assert reserver.offering is True
+
+
+def test_a_service_disabled_while_it_was_down_is_told_by_the_trait(
+        drv, reserver, tree, in_this_thread):
+    # The resource tracker keeps COMPUTE_STATUS_DISABLED on the provider
+    # in step with the service; set_host_enabled is not called at start.
+    reserver.refresh()
+    tree.update_traits(fakes.HOST, ['COMPUTE_NODE',
+                                    'COMPUTE_STATUS_DISABLED'])
+    del reserver.calls[:]
+    drv.update_provider_tree(tree, fakes.HOST)
+    assert reserver.offering is False
+    assert 'COMPUTE_STATUS_DISABLED' in tree.data(fakes.HOST).traits
+    tree.update_traits(fakes.HOST, ['COMPUTE_NODE'])
+    drv.update_provider_tree(tree, fakes.HOST)
+    assert reserver.offering is True
+    assert reserver.names().count('set_offering') == 2
+
+
 def _placement(drv, allocations, new=()):
     """Placement's answer to GET /resource_providers/{uuid}/allocations.
 
     The consumers were instances of the host when it started, but those
     ``new`` (builds sent since).
     """
-    drv._waiting.hold(set(allocations) - set(new))
+    drv._inventory_reporter.waiting.hold(set(allocations) - set(new))
     answer = mock.Mock(status_code=200, __bool__=lambda self: True)
     answer.json.return_value = {'allocations': {
         uuid: {'resources': {'CUSTOM_BAREMETAL': 1}} for uuid in allocations}}
@@ -401,27 +442,26 @@ def test_a_failed_build_whose_node_is_still_held_counts(drv, reserver, tree):
     assert inventory['total'] == 5
 
 
-def test_a_build_waiting_for_a_node_is_hidden_from_every_provider(
+def test_a_build_waiting_for_a_node_comes_off_the_offer(
         drv, reserver, tree):
     # i-1 held its node before; 'new' was allocated here since and has
-    # not claimed yet, and another service has two builds waiting.
+    # not claimed yet.  This service offers 6 free nodes of its shards.
     _placement(drv, ['i-1'])
     reserver.cluster = {'baremetal': {'total': 10, 'free': 6}}
     _inventory(drv, reserver, tree)
     assert reserver.waiting == {}
     _placement(drv, ['i-1', 'new'], new=['new'])
-    reserver.others_waiting = {'CUSTOM_BAREMETAL': 2}
     inventory, _ = _inventory(drv, reserver, tree)
     assert reserver.waiting == {'new': {'CUSTOM_BAREMETAL': 1}}
-    # Ironic's 6 free less the 3 builds that will take one each.
-    assert inventory['total'] - inventory['reserved'] - 2 == 3
-    # Its claim: Ironic has one free node less, and the build no longer
-    # waits; the offer does not move.
+    # The 6 less the build that will take one.
+    assert inventory['total'] - inventory['reserved'] - 2 == 5
+    # Its claim: one free node less, and the build no longer waits; the
+    # offer does not move.
     reserver.claims['new'] = object()
     reserver.cluster = {'baremetal': {'total': 10, 'free': 5}}
     inventory, _ = _inventory(drv, reserver, tree)
     assert reserver.waiting == {}
-    assert inventory['total'] - inventory['reserved'] - 2 == 3
+    assert inventory['total'] - inventory['reserved'] - 2 == 5
 
 
 def test_the_instances_of_the_host_at_its_start_wait_for_nothing(
@@ -445,7 +485,7 @@ def test_adopted_instances_wait_for_nothing(drv, reserver, tree):
     with mock.patch.object(consumers, 'given_up', return_value=set()):
         drv._takeover._on_adopted({'adopted': ['a-1', 'a-2']})
     assert reserver.waiting == {}
-    inventory = drv._inventory['CUSTOM_BAREMETAL']
+    inventory = drv._inventory_reporter.inventory['CUSTOM_BAREMETAL']
     assert inventory['total'] - inventory['reserved'] - 3 == 6
 
 
@@ -560,16 +600,16 @@ def test_a_usage_that_moved_in_placement_is_followed(drv, reserver, tree):
         lambda url: usages if url.endswith('/usages') else allocations)
     reserver.cluster = {'baremetal': {'total': 10, 'free': 4}}
     with mock.patch.object(consumers, 'given_up', return_value=set()):
-        drv._follow_usages()
+        drv._inventory_reporter.follow_usages()
         # Not before the resource tracker reported the node.
         assert reserver.capacity_changes == 0
         reserver.refresh()
         drv.update_provider_tree(tree, fakes.HOST)
-    drv._follow_usages()
+    drv._inventory_reporter.follow_usages()
     assert reserver.capacity_changes == 0
     # A build that failed here left with its allocation.
     usages.json.return_value = {'usages': {'CUSTOM_BAREMETAL': 1}}
-    drv._follow_usages()
+    drv._inventory_reporter.follow_usages()
     assert reserver.capacity_changes == 1
 
 

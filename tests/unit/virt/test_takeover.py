@@ -605,6 +605,22 @@ def test_the_three_moves_in_order(cloud, context):
             rp(owner): {'resources': {RC: 1}}}
 
 
+def test_the_instances_are_told_arriving_before_any_move(cloud, context):
+    # The inventory must not take a moved allocation for a build that
+    # waits for a node: that would take its unit off the room made.
+    cloud.lose(forced_down=True)
+    for uuid in UUIDS[:2]:
+        cloud.boot(uuid)
+    owner = owner_of(LOST)
+    result = cloud.takeover(owner, on_arriving=lambda uuids: (
+        cloud.events.append(('arriving', sorted(uuids))))).adopt(
+            context, LOST)
+    assert result['adopted'] == UUIDS[:2]
+    assert cloud.events[0] == ('arriving', UUIDS[:2])
+    assert [e[0] for e in cloud.events[1:]] == [
+        'allocation', 'mark', 'nova'] * 2
+
+
 def test_a_second_run_changes_nothing(cloud, context):
     cloud.lose(forced_down=True)
     cloud.boot(UUIDS[0])
