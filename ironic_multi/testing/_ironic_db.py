@@ -183,13 +183,22 @@ def configdrive_file(url, node_uuid, path):
     drive = json.loads(info or '{}').get('configdrive')
     if not isinstance(drive, str):
         raise SystemExit('node %s has no config drive image' % node_uuid)
+    sys.stdout.write(config_drive_file(drive, path).decode())
+
+
+def config_drive_file(drive, path):
+    """The file at Rock Ridge ``path`` of a config drive, as bytes.
+
+    ``drive`` is what Ironic keeps in ``instance_info/configdrive``: a
+    gzipped, base64-encoded ISO 9660 image.
+    """
     # Here, not at the top: Keystone's venv runs this file too, without it.
     import pycdlib
     iso = pycdlib.PyCdlib()
     iso.open_fp(io.BytesIO(gzip.decompress(base64.b64decode(drive))))
     out = io.BytesIO()
     iso.get_file_from_iso_fp(out, rr_path=path)
-    sys.stdout.write(out.getvalue().decode())
+    return out.getvalue()
 
 
 def _ids_by_uuid(conn, nodes, uuids, chunk=500):

@@ -39,6 +39,9 @@ LOG = logging.getLogger(__name__)
 
 SQLITE_SHIM = os.path.join(_process.HERE, 'sqlite_serialize')
 POWER_ON_SHIM = os.path.join(_process.HERE, 'fake_power_on')
+# Ironic's console container provider "ironic-multi-rfb": a real VNC
+# server for each started graphical console (see the directory's module).
+VNC_CONSOLES = os.path.join(_process.HERE, 'vnc_console')
 DB_TOOL = _process.DB_TOOL
 DB_KINDS = _process.DB_KINDS
 ADMIN_URLS = _process.ADMIN_URLS
@@ -73,7 +76,7 @@ enabled_storage_interfaces = fake,noop
 enabled_vendor_interfaces = fake,no-vendor
 default_deploy_interface = fake
 default_network_interface = {network_interface}
-# A console Nova can show (VNC, on the fake console container's address)
+# A console Nova can show (VNC, served by the ironic-multi-rfb provider)
 # and a rescue on every node, as Nova's rescue and console tests need.
 default_console_interface = fake-graphical
 default_rescue_interface = fake
@@ -99,6 +102,9 @@ lock_path = {lock_path}
 
 [fake]
 deploy_delay = {deploy_delay}
+
+[vnc]
+container_provider = ironic-multi-rfb
 {sections}"""
 
 NOAUTH = {
@@ -163,7 +169,9 @@ class IronicServer(_process.ServerFixture):
     ``[DEFAULT] rbac_service_role_elevated_access``.  With
     ``deploy_powers_on`` a fake deploy ends with the node powered on, as a
     real deploy does (see ``fake_power_on/sitecustomize.py``); otherwise
-    it stays off.  ``deploy_delay`` is Ironic's ``[fake] deploy_delay``,
+    it stays off.  A node's graphical console (``fake-graphical``, every
+    node's default) is a real, blank VNC server on 127.0.0.1 (see
+    ``vnc_console/``).  ``deploy_delay`` is Ironic's ``[fake] deploy_delay``,
     seconds each fake deploy step sleeps (``"1"``, or a range ``"1:3"``).
     With ``glance`` (and ``keystone``) Ironic reads images from the Glance
     of Keystone's catalog.  With ``neutron`` (and ``keystone``), the name
@@ -288,8 +296,7 @@ class IronicServer(_process.ServerFixture):
             # Python imports one sitecustomize module only.
             raise IronicServerError('deploy_powers_on needs a database '
                                     'other than SQLite')
-        if shims:
-            env['PYTHONPATH'] = shims[0]
+        env['PYTHONPATH'] = os.pathsep.join(shims + [VNC_CONSOLES])
         return env
 
 

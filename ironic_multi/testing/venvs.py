@@ -26,7 +26,8 @@ does not hold ironic-multi itself: the cloud's compute processes import
 the code under test from the test's own environment (see
 :mod:`ironic_multi.testing.cloud.overlay`), so a change to the driver
 needs no rebuild.  Nova loads drivers from ``nova.virt`` only, so the
-build adds the one-line shim ``nova/virt/ironic_multi.py``.
+build adds the one-line shim ``nova/virt/ironic_multi.py``, and noVNC's
+web client for nova-novncproxy (see :func:`novnc_web`).
 
 Usage: ``python -m ironic_multi.testing.venvs KIND DIR`` builds the venv
 of ``KIND`` (``ironic``, ``keystone`` or ``cloud``) in ``DIR`` and prints
@@ -34,10 +35,13 @@ the path of its server executable (pip's output goes to standard error).
 """
 
 import fcntl
+import glob
 from importlib import metadata
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 
 # What each server venv holds, and the executable that proves it is built.
@@ -55,7 +59,7 @@ SERVERS = {
                'osc-placement', 'networking-baremetal', 'tempest==47.0.0',
                'waitress==3.0.2', 'etcd3gw', 'SQLAlchemy<2.1',
                'psycopg2-binary', 'PyMySQL',
-               # Nova's config drives: its genisoimage work-alike.
+               # Nova's config drives (ironic_multi.testing.cloud.mkisofs).
                'pycdlib',
                # oslo.cache's stevedore loads every backend of its own at
                # a service's first request, and logs an ERROR for this
@@ -74,6 +78,9 @@ DEFAULT_ROOT = os.path.join(
     os.environ.get('XDG_CACHE_HOME', os.path.expanduser('~/.cache')),
     'ironic-multi')
 MARKER = 'ironic-multi-requirements.txt'
+# noVNC's web client, which nova-novncproxy serves: no release of it is on
+# PyPI, so Debian's package, as devstack installs it on Debian.
+NOVNC_PACKAGE = 'novnc'
 
 
 def default_path(kind):
@@ -99,12 +106,15 @@ def ensure_venv(kind, path=None):
     with open(path + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(server) and _read(marker) == wanted:
+            if kind == 'cloud' and novnc_web(path) is None:
+                _install_novnc(path)
             return server
         print('Building the %s server venv in %s' % (kind, path),
               file=sys.stderr)
         _build(path, requirements)
         if kind == 'cloud':
             _install_nova_shim(path)
+            _install_novnc(path)
         with open(marker, 'w') as f:
             f.write(wanted)
     return server
@@ -150,6 +160,31 @@ def _install_nova_shim(path):
         capture_output=True, text=True, check=True).stdout.strip()
     with open(os.path.join(virt, 'ironic_multi.py'), 'w') as f:
         f.write(NOVA_SHIM)
+
+
+def novnc_web(path):
+    """The noVNC web client's directory in the cloud venv, or None."""
+    web = os.path.join(path, 'share', 'novnc')
+    return web if os.path.exists(os.path.join(web, 'vnc_lite.html')) else None
+
+
+def _install_novnc(path):
+    """Unpack Debian's noVNC into the venv; without apt, say so."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            subprocess.run(['apt-get', 'download', NOVNC_PACKAGE], cwd=tmp,
+                           stdout=sys.stderr, stderr=subprocess.STDOUT,
+                           check=True)
+            (deb,) = glob.glob(os.path.join(tmp, '*.deb'))
+            subprocess.run(['dpkg-deb', '-x', deb, tmp], check=True)
+        except (OSError, ValueError, subprocess.CalledProcessError) as e:
+            print('noVNC is not installed (%s): the cloud runs no '
+                  'nova-novncproxy' % e, file=sys.stderr)
+            return
+        web = os.path.join(path, 'share', 'novnc')
+        shutil.rmtree(web, ignore_errors=True)
+        shutil.copytree(os.path.join(tmp, 'usr', 'share', 'novnc'), web,
+                        symlinks=True)
 
 
 def _uv():

@@ -24,13 +24,14 @@ from ironic_multi.testing.cloud import tempest
 from ironic_multi.testing import keystone_server
 
 
-def _cloud(network_id='net-1'):
+def _cloud(network_id='net-1', novnc_web='/venv/share/novnc'):
     admin = keystone_server.Credentials('admin', 'secret', 'Default',
                                         'admin', 'Default')
     keystone = types.SimpleNamespace(admin=admin, region='RegionOne',
                                      auth_url='http://127.0.0.1:5000/v3')
     return types.SimpleNamespace(keystone=keystone,
                                  network_id=network_id,
+                                 novnc_web=novnc_web,
                                  computes=['compute-1', 'compute-2'])
 
 
@@ -46,8 +47,10 @@ def test_the_config_turns_off_what_bare_metal_lacks():
     features = conf['compute-feature-enabled']
     for feature in ('resize', 'cold_migration', 'live_migration',
                     'console_output', 'snapshot', 'pause', 'suspend',
-                    'shelve', 'stable_rescue', 'vnc_console'):
+                    'shelve', 'stable_rescue'):
         assert features[feature] == 'false', feature
+    # Ironic's graphical console, through the cloud's noVNC proxy.
+    assert features['vnc_console'] == 'true'
     # Rescue goes through Ironic's rescue interface.
     assert features['rescue'] == 'true'
     assert conf['validation']['run_validation'] == 'false'
@@ -71,6 +74,51 @@ def test_the_config_turns_off_what_bare_metal_lacks():
     assert conf['compute']['min_compute_nodes'] == '2'
     assert conf['auth']['admin_password'] == 'secret'
     assert conf['identity']['uri_v3'] == 'http://127.0.0.1:5000/v3'
+
+
+def test_a_cloud_without_novnc_runs_no_console_test():
+    cloud = _cloud(novnc_web=None)
+    conf = _parse(tempest.config(cloud, ('f1', 'f2'), ('i1', 'i2'), '/l',
+                                 '/t'))
+    assert conf['compute-feature-enabled']['vnc_console'] == 'false'
+    assert tempest.disabled_features(cloud)['vnc_console'] == (
+        tempest.NO_NOVNC)
+    assert 'vnc_console' not in tempest.disabled_features(_cloud())
+
+
+def test_a_validated_config_logs_in_on_the_fixed_address():
+    conf = _parse(tempest.config(_cloud(), ('f1', 'f2'), ('i1', 'i2'), '/l',
+                                 '/t', validation=True))
+    validation = conf['validation']
+    assert validation['run_validation'] == 'true'
+    assert (validation['connect_method'], validation['network_for_ssh'],
+            validation['image_ssh_user']) == ('fixed', 'baremetal', 'cirros')
+    # Nova makes the key pairs tempest asks for: RSA ones.
+    assert validation['ssh_key_type'] == 'rsa'
+    # The rest as in the run without validation.
+    plain = _parse(tempest.config(_cloud(), ('f1', 'f2'), ('i1', 'i2'),
+                                  '/l', '/t'))
+    assert plain['validation']['run_validation'] == 'false'
+    assert (dict(conf['compute-feature-enabled'])
+            == dict(plain['compute-feature-enabled']))
+
+
+ATTACH = ('tempest.api.compute.servers.test_attach_interfaces.'
+          'AttachInterfacesTestJSON.test_reassign_port_between_servers'
+          '[id-2f3a0127-95c7-4977-92d2-bc5aec602fb4]')
+OTHER = ('tempest.api.compute.servers.test_servers.ServersTestJSON.'
+         'test_create_server_with_admin_password[id-1b1c]')
+
+
+def test_the_tests_that_log_in_run_apart_with_guests():
+    assert tempest.split_validated([OTHER, ATTACH], guests=True) == [
+        (False, [OTHER]), (True, [ATTACH])]
+    assert tempest.split_validated([ATTACH], guests=True) == [
+        (True, [ATTACH])]
+    # Without guests, one run: tempest skips them (validation off).
+    assert tempest.split_validated([OTHER, ATTACH], guests=False) == [
+        (False, [OTHER, ATTACH])]
+    assert tempest.split_validated([], guests=False) == []
 
 
 def test_the_config_names_the_filters_the_scheduler_runs():

@@ -130,3 +130,46 @@ def test_the_page_says_none_without_failures():
     data['results'] = [r for r in data['results'] if r['status'] != 'fail']
     text = report.page(data)
     assert re.search(r'Failures\n-+\n\nNone\.', text), text
+
+
+# Tempest's skip reasons of the last published run (doc/source/tempest.rst).
+SKIPS_SEEN = (
+    'Resize not available.', 'Pause is not available.',
+    'Shelve is not available.', 'Stable rescue not available.',
+    'Instance validation tests are disabled.',
+    'ImagesDeleteNegativeTestJSON skipped as instance snapshotting is not '
+    'supported', 'Suspend is not available.',
+    'Snapshotting is not available.', 'DiskConfig extension not enabled.',
+    'Cold migration not available.', 'Console output not supported.',
+    'Skipped until bug: https://launchpad.net/bugs/1186354 is resolved.',
+    'DifferentHostFilter is not available.',
+    'Only owner network supports creating interface by fixed ip.',
+    'Snapshotting not available, backup not possible.',
+    'Ironic does not support hypervisor uptime',
+    'SameHostFilter is not available.',
+    'Neutron allows duplicate names for security groups',
+    'Neutron does not check the security group ID',
+    'FQDN hostname sanitization is not supported.',
+    'Change password not available.',
+    'The public_network_id option must be specified.',
+    '``[compute]/certified_image_ref`` required to test image certificate '
+    'validation.')
+
+
+def test_every_skip_seen_says_why_it_holds_here():
+    for reason in SKIPS_SEEN:
+        assert report.skip_cause(reason, tempest.DISABLED_FEATURES), reason
+
+
+def test_a_skip_of_a_feature_names_it_and_its_reason():
+    assert report.skip_cause('Resize not available.', {
+        'resize': 'a node is its flavor'}) == (
+        '``resize`` off: a node is its flavor')
+    # A feature the config leaves on: no cause to give.
+    assert report.skip_cause('Resize not available.', {}) is None
+    assert report.skip_cause('Something new.', {'resize': 'x'}) is None
+
+
+def test_the_skips_table_says_why_each_holds():
+    text = report.page(_data())
+    assert '``resize`` off: a node is its flavor' in text

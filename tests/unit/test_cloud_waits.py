@@ -14,6 +14,7 @@
 
 """What the multi-process cloud's waits take for done."""
 
+import collections
 import datetime
 import types
 
@@ -82,3 +83,74 @@ def test_up_after_a_restart_counts_once_the_old_heartbeat_aged_out(
     clock.clear()
     cloud.wait_for_computes(['compute-1'])
     assert clock == []
+
+
+def _in_tree_cloud(monkeypatch, **kwargs):
+    """An in-tree cloud object on a clock of its own: ``(cloud, [now])``."""
+    cloud = cloud_mod.Cloud(compute_driver=cloud_mod.nova.IN_TREE_DRIVER,
+                            **kwargs)
+    now = [0.0]
+    monkeypatch.setattr(cloud_mod.time, 'monotonic', lambda: now[0])
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    monkeypatch.setattr(cloud_mod.time, 'sleep', sleep)
+    return cloud, now
+
+
+def test_the_in_tree_cloud_waits_its_settling_on_top_of_the_timeout(
+        monkeypatch):
+    # With Nova's default update_resources_interval (60 s), the in-tree
+    # computes' layout must stay put 120 s: the wait's own 120 s could
+    # never see that (the capacity bench's in-tree cloud never started).
+    cloud, now = _in_tree_cloud(monkeypatch, update_resources_interval=60)
+    cloud.node_groups = {'n0': 'group'}
+    inventories = {'n0': {'CUSTOM_%s' % rc.upper(): {}
+                          for rc in cloud.layout.resource_classes()}}
+    # The first resource update reports the node 30 s in.
+    monkeypatch.setattr(cloud, 'provider_inventories',
+                        lambda: inventories if now[0] >= 30 else {})
+    cloud.computes = ['compute-1']
+    monkeypatch.setattr(cloud, 'in_tree_layout', lambda: {'n0': 'compute-1'})
+    assert cloud.wait_for_capacity(timeout=120) == inventories
+    assert 30 + 120 <= now[0] <= 30 + 120 + 2
+
+
+def test_the_in_tree_cloud_waits_for_every_compute_to_take_its_nodes(
+        monkeypatch):
+    # CI, 2026-11-29: compute-0 hashed all 8 nodes over itself until
+    # compute-1's first resource update registered a node; that was
+    # later than the layout's settling, so discover_hosts left compute-1
+    # unmapped and boots there failed.
+    cloud, now = _in_tree_cloud(monkeypatch, update_resources_interval=5)
+    cloud.computes = ['compute-0', 'compute-1']
+    nodes = ['%08d-0000-0000-0000-000000000000' % i for i in range(8)]
+    cloud.node_groups = dict.fromkeys(nodes, 'group')
+    ring = cloud_mod.nova.in_tree_layout(nodes, cloud.computes)
+    assert set(ring.values()) == {'compute-0', 'compute-1'}
+    monkeypatch.setattr(cloud, 'provider_inventories', lambda: {
+        uuid: {'CUSTOM_GOLD': {}} for uuid in nodes})
+    monkeypatch.setattr(cloud, 'in_tree_layout', lambda: (
+        ring if now[0] >= 60 else dict.fromkeys(nodes, 'compute-0')))
+    cloud.wait_for_capacity(timeout=300)
+    assert 60 + 10 <= now[0] <= 60 + 10 + 2
+
+
+def test_the_in_tree_wait_takes_a_settled_layout_off_the_ring(monkeypatch):
+    # CI under load: two nodes stayed off their ring host for minutes.
+    # Every compute holds nodes (all mapped): the settled layout will do.
+    cloud, now = _in_tree_cloud(monkeypatch, update_resources_interval=5)
+    cloud.computes = ['compute-0', 'compute-1']
+    nodes = ['%08d-0000-0000-0000-000000000000' % i for i in range(8)]
+    cloud.node_groups = dict.fromkeys(nodes, 'group')
+    layout = cloud_mod.nova.in_tree_layout(nodes, cloud.computes)
+    # One node of a host that keeps others moves to the other host.
+    counts = collections.Counter(layout.values())
+    moved = next(u for u, host in layout.items() if counts[host] > 1)
+    layout[moved] = next(h for h in cloud.computes if h != layout[moved])
+    monkeypatch.setattr(cloud, 'provider_inventories', lambda: {
+        uuid: {'CUSTOM_GOLD': {}} for uuid in nodes})
+    monkeypatch.setattr(cloud, 'in_tree_layout', lambda: layout)
+    cloud.wait_for_capacity(timeout=300)
+    assert 10 <= now[0] <= 12

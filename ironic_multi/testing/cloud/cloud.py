@@ -122,6 +122,23 @@ def _reported_since(service, since):
             >= since.replace(microsecond=0))
 
 
+def offers(placement, placement_class):
+    """``{provider uuid: free units}`` placement offers for one unit.
+
+    One ``GET /allocation_candidates``: what the scheduler would see;
+    only the providers with a free unit.
+
+    :param placement: an openstacksdk placement proxy.
+    """
+    answer = placement.get(
+        '/allocation_candidates?resources=%s:1' % placement_class,
+        microversion='1.29')
+    return {uuid: (summary['resources'][placement_class]['capacity']
+                   - summary['resources'][placement_class]['used'])
+            for uuid, summary in answer.json()['provider_summaries'].items()
+            if placement_class in summary['resources']}
+
+
 class Cloud(fixtures.Fixture):
     """A whole OpenStack cloud on this machine, one process per service.
 
@@ -176,8 +193,12 @@ class Cloud(fixtures.Fixture):
         by name (:meth:`stop`, :meth:`start`, :meth:`restart`,
         :meth:`kill`): rabbitmq, etcd, keystone, ironic (API and
         conductor in one process), placement, nova-api, nova-conductor,
-        nova-scheduler, glance-api, neutron-api, nova-compute-HOST, and
-        database with ``private_database``.  The fixtures of Keystone,
+        nova-scheduler, glance-api, neutron-api, nova-compute-HOST,
+        nova-novncproxy where the cloud venv has noVNC's web client
+        (``novnc_web``; consoles on ``novncproxy_port``), guests when
+        the cloud runs as root (``guests``: an SSH login on every
+        deployed node's address, see :mod:`.guests`), and database with
+        ``private_database``.  The fixtures of Keystone,
         Ironic and etcd are ``keystone``, ``ironic_server`` and
         ``etcd``.  Every process logs to ``log_dir/<name>.log``.
     ``ironic_proxy``
@@ -244,6 +265,7 @@ class Cloud(fixtures.Fixture):
         self.flavors = {}
         self.node_groups = {}
         self.image_id = self.network_id = None
+        self.guests = self.guests_label = None
         self.base_dir = self.log_dir = self.clouds_yaml = None
         self.start_seconds = self.stop_seconds = None
         self._db_python = None
@@ -269,7 +291,9 @@ class Cloud(fixtures.Fixture):
         self.coordination_group = 'cloud-%s' % uuid.uuid4().hex[:8]
         ports = {name: _net.free_port() for name in (
             'placement', 'nova-api', 'glance-api', 'neutron-api',
-            'cinder-api')}
+            'cinder-api', 'nova-novncproxy')}
+        self.novncproxy_port = ports['nova-novncproxy']
+        self.novnc_web = venvs.novnc_web(self.venv)
 
         self._phase('rabbitmq, etcd, keystone, databases')
         rabbit = self._add(rabbitmq.make_service(self.base_dir,
@@ -352,6 +376,13 @@ class Cloud(fixtures.Fixture):
             nova.binary_service(self, 'nova-conductor', confs['nova']),
             nova.binary_service(self, 'nova-scheduler', confs['nova']),
         ]
+        if self.novnc_web is not None:
+            controls.append(nova.binary_service(
+                self, 'nova-novncproxy', confs['nova'],
+                ready=self.http_ready(self.novncproxy_port, '/vnc_lite.html')))
+        if self._guests_module().can_run():
+            self.guests = self._guests_service()
+            controls.append(self.guests)
         for service in controls:
             self._add(service).start(wait=False)
         rabbit.wait_ready()
@@ -385,6 +416,30 @@ class Cloud(fixtures.Fixture):
                  self.start_seconds,
                  ', '.join('%s %.1f s' % item for item in self.phases.items()),
                  self.rss() / 2 ** 20)
+
+    @staticmethod
+    def _guests_module():
+        # Not at the top: the guests process runs that module as
+        # __main__, after importing this package.
+        from ironic_multi.testing.cloud import guests
+        return guests
+
+    def _guests_service(self):
+        """The fake guests (see :mod:`.guests`), on Ironic's database."""
+        guests = self._guests_module()
+        log_path = os.path.join(self.log_dir, 'guests.log')
+
+        def ready():
+            with open(log_path) as f:
+                return guests.READY in f.read()
+
+        # A label of this cloud's own for its loopback addresses.
+        label = self.guests_label = 'lo:g%s' % self.coordination_group[-8:]
+        return process.Service(
+            'guests', [self.python, '-m', 'ironic_multi.testing.cloud.guests',
+                       '--db-url', self.ironic_server.db_url,
+                       '--label', label], self.log_dir, self.env(),
+            ready=ready)
 
     def _phase(self, name):
         now = time.monotonic()
@@ -634,15 +689,21 @@ class Cloud(fixtures.Fixture):
         """Until each compute's provider has every resource class.
 
         Other drivers: until the in-tree driver has a provider with
-        inventory per Ironic node, and its hash ring has stopped moving
-        them between its computes, or the fake driver its one.
+        inventory per Ironic node, every compute to which its hash ring
+        gives nodes holds some, and the layout has stayed put for two
+        resource updates; or the fake driver its one provider.
         """
         wanted = {'CUSTOM_%s' % rc.upper()
                   for rc in self.layout.resource_classes()}
         providers = {nova.IN_TREE_DRIVER: len(self.node_groups)}.get(
             self.compute_driver, 1)
+        settle = 2 * self.update_resources_interval
+        settling = _Settling(settle)
+        if self.compute_driver == nova.IN_TREE_DRIVER:
+            # The layout must stay put that long once every node reports:
+            # on top of the wait for the reports.
+            timeout += settle
         deadline = time.monotonic() + timeout
-        settling = _Settling(2 * self.update_resources_interval)
         while True:
             inventories = self.provider_inventories()
             if self.compute_driver == nova.COMPUTE_DRIVER:
@@ -652,13 +713,8 @@ class Cloud(fixtures.Fixture):
                 have = sum(1 for found in inventories.values() if found)
                 short = [] if have >= providers else [
                     '%d of %d providers' % (have, providers)]
-            if (not short and self.compute_driver == nova.IN_TREE_DRIVER
-                    and not settling.still(self.in_tree_layout())):
-                # A compute that starts takes its share of the nodes from
-                # the others at its next resource update: a boot
-                # scheduled to a node on the move fails on the host that
-                # lost it.
-                short = ['the in-tree computes\' nodes (still moving)']
+            if not short and self.compute_driver == nova.IN_TREE_DRIVER:
+                short = self._in_tree_layout_short(settling)
             if not short:
                 return inventories
             if time.monotonic() > deadline:
@@ -666,11 +722,46 @@ class Cloud(fixtures.Fixture):
                     ', '.join(sorted(wanted)), ', '.join(short), timeout))
             time.sleep(1)
 
+    def _in_tree_layout_short(self, settling):
+        """What keeps the in-tree computes' layout from being final."""
+        layout = self.in_tree_layout()
+        ring = nova.in_tree_layout(self.node_groups, self.computes)
+        missing = set(ring.values()) - set(layout.values())
+        if missing:
+            # Until a compute has registered a node, the others hash every
+            # node over themselves alone; discover_hosts maps no compute
+            # without one (a boot there fails: "Host 'compute-1' is not
+            # mapped to any cell").
+            return ['the nodes of %s (no compute node yet)'
+                    % ', '.join(sorted(missing))]
+        if not settling.still(layout):
+            # A compute that starts takes its share of the nodes from the
+            # others at its next resource update: a boot scheduled to a
+            # node on the move fails on the host that lost it.
+            return ['the in-tree computes\' nodes (still moving)']
+        elsewhere = sorted(u for u, host in ring.items()
+                           if layout.get(u) != host)
+        if elsewhere:
+            # Seen in CI under load (2026-11-29): two nodes stayed off
+            # their ring host for over two minutes, cause not traced.
+            # Boots work wherever a node is, as long as it stays there.
+            LOG.info('In-tree nodes settled off the hosts of a hash ring '
+                     'over %s: %s', ', '.join(self.computes), ', '.join(
+                         '%s on %s' % (u, layout.get(u)) for u in elsewhere))
+        return []
+
     def in_tree_layout(self):
         """``{hypervisor (node) name: host}`` as Nova's API reports it."""
         admin = self.connection(ADMIN_CLOUD)
         return {h.name: (h.service_details or {}).get('host')
                 for h in admin.compute.hypervisors(details=True)}
+
+    def offers(self, placement_class):
+        """``{provider name: free units}`` placement offers of a class."""
+        placement = self.connection(ADMIN_CLOUD).placement
+        names = {p.id: p.name for p in placement.resource_providers()}
+        return {names.get(uuid, uuid): units for uuid, units in
+                offers(placement, placement_class).items()}
 
     def provider_inventories(self):
         """``{provider name: {resource class: inventory}}`` in placement."""
@@ -951,6 +1042,13 @@ class Cloud(fixtures.Fixture):
         Idempotent: it runs from the clean-up, atexit and signal handlers.
         """
         self._stop_services()
+        if self.guests_label:
+            # A guests process killed before its own clean-up leaves its
+            # addresses on the loopback device.
+            subprocess.run(['ip', 'addr', 'flush', 'dev', 'lo', 'label',
+                            self.guests_label], capture_output=True,
+                           check=False)
+            self.guests_label = None
         for kind, name in getattr(self, '_db_created', []):
             try:
                 _process.drop_database(self._db_python, kind, name,

@@ -18,6 +18,8 @@ Cells v2 are set up with ``nova-manage`` as devstack's single-conductor
 deployment does it: ``api_db sync``, ``cell_v2 map_cell0``, ``cell_v2
 create_cell --name cell1``, ``db sync``, and ``cell_v2 discover_hosts``
 once the computes run (again for every compute added later).
+nova-novncproxy serves noVNC's web client (when the cloud venv has it)
+and the consoles of the computes' console URLs.
 
 The API, conductor and scheduler read one ``nova.conf``; every
 nova-compute has a directory and a ``nova.conf`` of its own
@@ -31,13 +33,18 @@ proxy's and ``coordination_url`` the compute's own etcd proxy's.
 import os
 import shutil
 
+from tooz import hashring
+
 from ironic_multi.testing.cloud import config
+from ironic_multi.testing.cloud import mkisofs
 from ironic_multi.testing.cloud import process
 
 COMPUTE_DRIVER = 'ironic_multi.IronicMultiDriver'
 # The drivers a cloud can compare ours with (the real-cloud benchmark).
 IN_TREE_DRIVER = 'ironic.IronicDriver'
 FAKE_DRIVER = 'fake.FakeDriver'
+# The in-tree driver's hash ring (nova.virt.ironic.driver, Nova 34).
+IN_TREE_RING_PARTITIONS = 2 ** 5
 API_THREADS = 8
 CELL = 'cell1'
 # The filters that make sense for one compute node standing for many
@@ -110,6 +117,11 @@ def control_config(cloud):
                              'shuffle_best_same_weighed_hosts': True,
                              'build_failure_weight_multiplier': 0},
     })
+    if cloud.novnc_web is not None:
+        sections = config.merge(sections, {
+            'DEFAULT': {'web': cloud.novnc_web},
+            'vnc': {'novncproxy_host': '127.0.0.1',
+                    'novncproxy_port': cloud.novncproxy_port}})
     sections = config.merge(sections, cloud.nova_options)
     return config.write(os.path.join(cloud.base_dir, 'nova', 'nova.conf'),
                         sections)
@@ -129,16 +141,25 @@ def compute_config(cloud, host):
             'state_path': os.path.join(directory, 'state'),
             # How often the resource tracker reports to placement.
             'update_resources_interval': cloud.update_resources_interval,
+            # Nova starts its periodic tasks up to 60 s late by default, at
+            # random.  An in-tree compute whose pass at start lost the race
+            # for the nodes to a compute started beside it takes its share
+            # only at its first periodic (seen here 45 s after its start;
+            # in CI one held no node for over two minutes).
+            'periodic_fuzzy_delay': 0,
             # A build whose RPC messages were lost (a broker restart) stays
             # in BUILD for good without it (Nova's default is 0, never).
             'instance_build_timeout': cloud.instance_build_timeout,
-            # Config drives as a compute host's genisoimage builds them:
-            # pycdlib's work-alike, from the venv (no system package).
-            'mkisofs_cmd': cloud.bin('pycdlib-genisoimage'),
+            # Config drives named as a compute host's genisoimage names
+            # them (no system package needed).
+            'mkisofs_cmd': mkisofs.install(cloud.base_dir, cloud.python),
         },
         # A claim that finds no node does not disable the service.
         'compute': {'consecutive_build_service_disable_threshold': 0},
         'ironic': cloud.keystone.ironic_options('system'),
+        # The console URLs it gives point at the cloud's noVNC proxy.
+        'vnc': {'novncproxy_base_url': 'http://127.0.0.1:%d/vnc_lite.html'
+                % cloud.novncproxy_port},
         'ironic_multi': {
             'coordination_url': cloud.coordination_url_of(host),
             'coordination_group': cloud.coordination_group,
@@ -175,6 +196,20 @@ def discover_hosts(cloud, conf):
     """Map the computes that registered since the last call to the cell."""
     return cloud.run([cloud.bin('nova-manage'), '--config-file', conf,
                       'cell_v2', 'discover_hosts', '--verbose'])
+
+
+def in_tree_layout(node_uuids, hosts):
+    """``{node uuid: host}`` once every in-tree compute of ``hosts`` runs.
+
+    Each in-tree compute hashes the nodes over itself and the up computes
+    that have compute nodes already: one that started first takes them
+    all, and gives its share to another only when that one's first
+    resource update has registered a node of its own.
+    """
+    ring = hashring.HashRing({h.lower() for h in hosts},
+                             partitions=IN_TREE_RING_PARTITIONS)
+    return {uuid: next(iter(ring.get_nodes(uuid.encode('utf-8'))))
+            for uuid in node_uuids}
 
 
 def api_service(cloud, conf, port):

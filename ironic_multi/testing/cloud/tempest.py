@@ -23,7 +23,9 @@ Starts a :class:`~.cloud.Cloud`, writes a ``tempest.conf`` for it (bare
 metal: no resize, migration, console, snapshot, pause, suspend, shelve
 or volume attached to a running server; validation off), runs the tests of
 ``tools/tempest/include.txt`` minus those of ``exclude.txt`` with
-``tempest run``, and writes the results: ``results.json`` (every test,
+``tempest run``, those of :data:`VALIDATED` in a run of their own with
+validation on (they log into their servers: the cloud's fake guests, see
+:mod:`~.guests`, answer), and writes the results: ``results.json`` (every test,
 its status and the reason of a skip or failure, the run's figures) and
 ``results.rst`` (the page of doc/source/tempest.rst, see
 :mod:`~.tempest_report`).  ``./tox.sh -e tempest`` runs it;
@@ -37,12 +39,14 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 
 from ironic_multi.testing.cloud import glance
+from ironic_multi.testing.cloud import guests
 from ironic_multi.testing.cloud import neutron
 from ironic_multi.testing.cloud import nova
 from ironic_multi.testing.cloud import tempest_report
@@ -80,10 +84,6 @@ DISABLED_FEATURES = {
     'stable_rescue': 'Ironic rescues into its rescue ramdisk: no rescue '
                      'image or device bus of the user\'s choosing',
     'console_output': 'Ironic keeps no console log to read back',
-    'vnc_console': 'the driver gives Ironic\'s VNC console, but the fake '
-                   'console container serves none (192.0.2.1:5900) for '
-                   'the RFB handshake test_novnc does, and the cloud runs '
-                   'no nova-novncproxy',
     'spice_console': 'Ironic has no SPICE console',
     'serial_console': 'Ironic\'s fake serial console gives no socat '
                       'endpoint; the driver gives a real one\'s',
@@ -103,6 +103,21 @@ DISABLED_FEATURES = {
     'volume_multiattach': 'volumes are attached at boot only, as Ironic '
                           'volume targets',
 }
+# Why a cloud without noVNC's web client runs no console test.
+NO_NOVNC = ('the cloud venv has no noVNC web client (Debian\'s novnc '
+            'package could not be fetched), so no nova-novncproxy runs')
+# Modules whose every test logs into its servers first
+# (``[validation] run_validation``, or tempest skips them): they run with
+# validation on, against the cloud's guests (``Cloud.guests``), apart from
+# the rest, which would run commands inside their servers.
+VALIDATED = (r'^tempest\.api\.compute\.servers\.test_attach_interfaces\.',)
+# Every server gets a config drive, as on an Ironic cloud without a
+# metadata API: the guests read its key pair and address from it.
+COMPUTE_OPTIONS = {'DEFAULT': {'force_config_drive': True}}
+# Why they skip on a cloud without guests.
+NO_GUESTS = ('the cloud runs no fake guests (they take root, for their '
+             'addresses on the loopback device), so no test logs into a '
+             'server')
 # Features tempest assumes absent that the driver has: injected files
 # (personality) go into the node's config drive.  And rescue (tempest's
 # default), through Ironic's rescue interface, and interface attach
@@ -115,11 +130,13 @@ NODES = 48
 BUILD_TIMEOUT = 300
 
 
-def config(cloud, flavors, images, lock_path, log_file):
+def config(cloud, flavors, images, lock_path, log_file, validation=False):
     """The text of a ``tempest.conf`` for ``cloud``.
 
     :param flavors: ``(flavor_ref, flavor_ref_alt)`` ids.
     :param images: ``(image_ref, image_ref_alt)`` ids.
+    :param validation: tests log into their servers (by SSH, on their
+        fixed addresses, with a key pair Nova made).
     """
     keystone = cloud.keystone
     admin = keystone.admin
@@ -152,15 +169,25 @@ def config(cloud, flavors, images, lock_path, log_file):
     }
     if cloud.network_id:
         conf['compute']['fixed_network_name'] = neutron.NETWORK
-    conf['compute-feature-enabled'] = dict.fromkeys(DISABLED_FEATURES,
-                                                    'false')
+    conf['compute-feature-enabled'] = dict.fromkeys(
+        disabled_features(cloud), 'false')
     conf['compute-feature-enabled'].update(dict.fromkeys(ENABLED_FEATURES,
                                                          'true'))
+    # Ironic's graphical console, through the cloud's nova-novncproxy.
+    if cloud.novnc_web is not None:
+        conf['compute-feature-enabled']['vnc_console'] = 'true'
     conf['compute-feature-enabled'].update({
         # The filters the scheduler runs: tempest skips the tests of the
         # others (same_host, different_host...) instead of failing them.
         'scheduler_enabled_filters': ', '.join(scheduler_filters(cloud))})
-    conf['validation'] = {'run_validation': 'false'}
+    conf['validation'] = {'run_validation': str(validation).lower()}
+    if validation:
+        conf['validation'].update({
+            # No router: the fixed address, on the flat network.
+            'connect_method': 'fixed', 'network_for_ssh': neutron.NETWORK,
+            'ip_version_for_ssh': '4', 'auth_method': 'keypair',
+            # Nova's own key pairs (tempest asks it for one) are RSA.
+            'ssh_key_type': 'rsa', 'image_ssh_user': guests.USER})
     conf['service_available'] = {
         'nova': 'true', 'glance': 'true', 'neutron': str(
             cloud.network_id is not None).lower(),
@@ -171,6 +198,14 @@ def config(cloud, flavors, images, lock_path, log_file):
     text = io.StringIO()
     conf.write(text)
     return text.getvalue()
+
+
+def disabled_features(cloud):
+    """:data:`DISABLED_FEATURES`, and what ``cloud`` lacks besides."""
+    features = dict(DISABLED_FEATURES)
+    if cloud.novnc_web is None:
+        features['vnc_console'] = NO_NOVNC
+    return features
 
 
 def scheduler_filters(cloud):
@@ -266,12 +301,18 @@ def run(cloud, workspace, concurrency=2, regex=None):
     out.
     """
     cloud.run(init_command(cloud.bin('tempest'), workspace))
-    conf = config(cloud, create_flavors(cloud),
-                  (cloud.image_id, create_alt_image(cloud)),
-                  lock_path=os.path.join(workspace, 'locks'),
-                  log_file=os.path.join(workspace, 'tempest.log'))
-    with open(os.path.join(workspace, 'etc', 'tempest.conf'), 'w') as f:
-        f.write(conf)
+    flavors = create_flavors(cloud)
+    images = (cloud.image_id, create_alt_image(cloud))
+    confs = {}
+    for validation in (False, True):
+        confs[validation] = os.path.join(
+            workspace, 'etc', 'tempest-validation.conf' if validation
+            else 'tempest.conf')
+        with open(confs[validation], 'w') as f:
+            f.write(config(cloud, flavors, images,
+                           lock_path=os.path.join(workspace, 'locks'),
+                           log_file=os.path.join(workspace, 'tempest.log'),
+                           validation=validation))
     argv = [cloud.bin('tempest'), 'run']
 
     def list_tests(*selected):
@@ -285,17 +326,43 @@ def run(cloud, workspace, concurrency=2, regex=None):
     not_included = tempest_report.modules_left_out(
         list_tests('--regex', COMPUTE_TESTS),
         list_tests(*selection(regex)[:2]))
+    runs = split_validated(listed, cloud.guests is not None)
+    results = []
     started = time.monotonic()
     with open(os.path.join(workspace, 'run.log'), 'w') as log:
-        # Failed tests make it exit 1: the results say which.
-        subprocess.run(argv + ['--concurrency', str(concurrency)]
-                       + selection(regex), cwd=workspace, stdout=log,
-                       stderr=subprocess.STDOUT, env=cloud.env())
+        for validation, tests in runs:
+            load_list = os.path.join(workspace, 'tests-%s.txt' % (
+                'validated' if validation else 'plain'))
+            with open(load_list, 'w') as f:
+                f.write(''.join(t + '\n' for t in tests))
+            # Failed tests make it exit 1: the results say which.
+            subprocess.run(argv + ['--config-file', confs[validation],
+                                   '--concurrency', str(concurrency),
+                                   '--load-list', load_list],
+                           cwd=workspace, stdout=log,
+                           stderr=subprocess.STDOUT, env=cloud.env())
+            results += tempest_report.expand_class_skips(
+                read_results(cloud, workspace), tests)
     seconds = time.monotonic() - started
     LOG.info('tempest ran in %.0f s', seconds)
-    results = tempest_report.expand_class_skips(
-        read_results(cloud, workspace), listed)
-    return results, seconds, not_included
+    return sorted(results, key=lambda r: r['test']), seconds, not_included
+
+
+def split_validated(tests, guests):
+    """``[(validation, tests)]``: the runs that make up a selection.
+
+    With ``guests``, the tests of :data:`VALIDATED` in a run of their own
+    with validation on; without, every test in one run, validation off.
+    Empty runs are left out.
+    """
+    if not guests:
+        return [(False, list(tests))] if tests else []
+    validated = [t for t in tests
+                 if any(re.match(pattern, t) for pattern in VALIDATED)]
+    needing = set(validated)
+    plain = [t for t in tests if t not in needing]
+    return [(validation, chosen) for validation, chosen
+            in ((False, plain), (True, validated)) if chosen]
 
 
 def command(argv):
@@ -369,7 +436,8 @@ def main(argv=None):
     started = time.monotonic()
     date = time.strftime('%Y-%m-%d', time.gmtime())
     with cloud_mod.Cloud(computes=args.computes, nodes=args.nodes,
-                         log_dir=os.path.join(output, LOGS)) as cloud:
+                         log_dir=os.path.join(output, LOGS),
+                         compute_options=COMPUTE_OPTIONS) as cloud:
         results, tempest_seconds, not_included = run(
             cloud, os.path.join(output, WORKSPACE), args.concurrency,
             args.regex)
@@ -377,6 +445,8 @@ def main(argv=None):
         version = tempest_version(cloud)
         cloud_start = cloud.start_seconds
         filters = list(scheduler_filters(cloud))
+        disabled = disabled_features(cloud)
+        validated = list(VALIDATED) if cloud.guests is not None else []
     seconds = time.monotonic() - started
     data = {
         'command': command(argv), 'date': date,
@@ -384,8 +454,9 @@ def main(argv=None):
         'nodes': args.nodes, 'concurrency': args.concurrency,
         'seconds': round(seconds), 'cloud_start_seconds': round(cloud_start),
         'tempest_seconds': round(tempest_seconds),
-        'disabled_features': DISABLED_FEATURES,
+        'disabled_features': disabled,
         'scheduler_filters': filters, 'not_included': not_included,
+        'validated': validated,
         'excluded': [] if args.regex else tempest_report.read_list(
             os.path.join(LISTS, 'exclude.txt')),
         'results': results, 'held_nodes_after': held,

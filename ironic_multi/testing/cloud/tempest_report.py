@@ -149,6 +149,60 @@ def table(results):
     return rst_table(('Tests', 'Passed', 'Skipped', 'Failed'), rows)
 
 
+# Why each of tempest's skip reasons holds here: a feature tempest.conf
+# turns off (its reason is in the features' table), or why the cloud or
+# tempest itself leaves the test out.  (regex on the reason, feature or
+# None, text)
+SKIP_CAUSES = (
+    (r'Resize not available', 'resize', None),
+    (r'Pause is not available', 'pause', None),
+    (r'Shelve is not available', 'shelve', None),
+    (r'Suspend is not available', 'suspend', None),
+    (r'Stable rescue not available', 'stable_rescue', None),
+    (r'Cold migration not available', 'cold_migration', None),
+    (r'.*[Ss]napshotting', 'snapshot', None),
+    (r'DiskConfig extension not enabled', 'disk_config', None),
+    (r'Console output not supported', 'console_output', None),
+    (r'FQDN hostname sanitization', 'hostname_fqdn_sanitization', None),
+    (r'Change password not available', 'change_password', None),
+    (r'VNC Console feature is disabled', 'vnc_console', None),
+    (r'Instance validation tests are disabled', None,
+     'they run commands inside the server; the cloud\'s guests let a '
+     'test log in, no more, and only the modules run with validation on '
+     'have them'),
+    (r'Validation should be enabled', None,
+     'they log into the server, and the cloud runs no guests (they take '
+     'root)'),
+    (r'Only owner network supports', None,
+     'tempest attaches by fixed IP only on a network the project owns; '
+     'its projects use the cloud\'s shared flat network (no L3 agent '
+     'routes a project network here)'),
+    (r'(Different|Same)HostFilter is not available', None,
+     'the scheduler runs only the filters that make sense for one compute '
+     'node standing for many Ironic nodes'),
+    (r'Skipped until bug', None,
+     'tempest skips it on every cloud until that bug is fixed'),
+    (r'Ironic does not support hypervisor uptime', None,
+     'tempest\'s own rule for Ironic\'s hypervisors'),
+    (r'Neutron (allows|does not check)', None,
+     'tempest\'s own rule for a cloud with Neutron'),
+    (r'The public_network_id option must be specified', None,
+     'the cloud has no public network: no router, no floating IPs'),
+    (r'.*certified_image_ref', None, 'the cloud has no signed image'),
+)
+
+
+def skip_cause(reason, disabled_features):
+    """Why a skip of ``reason`` holds here, or None when unknown."""
+    for pattern, feature, text in SKIP_CAUSES:
+        if re.match(pattern, reason):
+            if feature is None:
+                return text
+            why = disabled_features.get(feature)
+            return ('``%s`` off: %s' % (feature, why) if why else None)
+    return None
+
+
 def reasons(results, status):
     """``[(reason, [module, ...], count)]`` of one status, most first."""
     found = collections.defaultdict(list)
@@ -219,11 +273,19 @@ def page(data):
             continue
         if status == 'skip':
             lines += ['Tempest skips a test when ``tempest.conf`` says the '
-                      'cloud lacks what it needs; its reasons, by number '
-                      'of tests:', '']
-        lines += _list_table(('Tests', 'Reason', 'Modules'), [
-            (str(count), reason, ', '.join(modules))
-            for reason, modules, count in found], (8, 52, 40))
+                      'cloud lacks what it needs, or by rules of its own; '
+                      'its reasons, by number of tests, and why each '
+                      'holds here:', '']
+        if status == 'fail':
+            lines += _list_table(('Tests', 'Reason', 'Modules'), [
+                (str(count), reason, ', '.join(modules))
+                for reason, modules, count in found], (8, 52, 40))
+            continue
+        lines += _list_table(('Tests', 'Reason', 'Why here', 'Modules'), [
+            (str(count), reason,
+             skip_cause(reason, data['disabled_features']) or '-',
+             ', '.join(modules))
+            for reason, modules, count in found], (6, 30, 36, 28))
     lines += ['', 'What ``tempest.conf`` turns off', '-' * 31, '',
               '``[compute-feature-enabled]`` says the cloud lacks these; '
               'tempest skips their tests (see Skips):', '']
@@ -232,10 +294,11 @@ def page(data):
         for feature, reason in sorted(data['disabled_features'].items())],
         (30, 70))
     lines += ['', '``[validation] run_validation = false``: no test logs '
-              'into a server (the fake hardware boots nothing).  '
+              'into a server (the fake hardware boots nothing)%s.  '
               '``[compute-feature-enabled] scheduler_enabled_filters`` '
-              'lists the filters the cloud\'s scheduler runs: %s.' % ', '.join(
-                  data['scheduler_filters'])]
+              'lists the filters the cloud\'s scheduler runs: %s.' % (
+                  _validated(data.get('validated')),
+                  ', '.join(data['scheduler_filters']))]
     lines += ['', 'Tests not run', '-------------', '',
               'Tests of ``include.txt`` that ``exclude.txt`` takes out '
               'again, because they cannot apply to bare metal and tempest '
@@ -251,6 +314,18 @@ def page(data):
                   'a router, or a login into the server: %s.' % ', '.join(
                       _literal(m) for m in data['not_included'])]
     return '\n'.join(lines) + '\n'
+
+
+def _validated(regexes):
+    """What the paragraph on validation says of the validated run."""
+    if not regexes:
+        return ''
+    return (', but for the tests of %s: they log into each server they '
+            'make, and run apart with validation on, against the cloud\'s '
+            'fake guests (an SSH login on each deployed node\'s address, '
+            'with the keys and addresses of its config drive: '
+            '``ironic_multi/testing/cloud/guests.py``)' % ', '.join(
+                _literal(r) for r in regexes))
 
 
 def read_list(path):

@@ -12,14 +12,19 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 
-"""Make Ironic's fake deploy, rescue and unrescue end powered on.
+"""Make Ironic's fake deploy, rescue and unrescue end as real ones do.
 
 A real deploy ends with the instance running: the agent reboots the node
 into it; a real rescue boots the rescue ramdisk, and unrescue the
 instance again.  Ironic's ``fake`` deploy and rescue interfaces leave the
 power as it was (off, and Nova powers a server off before it rescues
 it), so Nova records the server as shut down and its power state sync
-stops it a moment later.  Only
+stops it a moment later.  A real deploy also moves the node onto the
+tenant's networks before it reboots it; the fake one skips that step,
+and the server's ports stay DOWN.  Here the fake deploy plugs every port
+and port group with a VIF into its tenant network as the ``neutron``
+network interface's deploy does (with each NIC's switch port, so that
+networking-baremetal binds it and Neutron makes it ACTIVE).  Only
 :class:`~ironic_multi.testing.ironic_server.IronicServer` with
 ``deploy_powers_on`` puts this directory on the PYTHONPATH of the Ironic
 it starts (the multi-process cloud does, for servers that stay ACTIVE).
@@ -52,8 +57,26 @@ def _powering_on(original):
     return method
 
 
+def _on_tenant_networks(original):
+    """``original(self, task)`` after the VIFs are plugged in."""
+    @functools.wraps(original)
+    def method(self, task):
+        from ironic.common import exception
+        from ironic.drivers.modules.network import common
+        ports = [p for p in task.ports if not p.portgroup_id]
+        for port_like in ports + task.portgroups:
+            try:
+                common.plug_port_to_tenant_network(task, port_like)
+            except exception.VifNotAttached:
+                continue
+        return original(self, task)
+
+    return method
+
+
 def _patch(module):
-    module.FakeDeploy.deploy = _powering_on(module.FakeDeploy.deploy)
+    module.FakeDeploy.deploy = _powering_on(_on_tenant_networks(
+        module.FakeDeploy.deploy))
     module.FakeRescue.rescue = _powering_on(module.FakeRescue.rescue)
     module.FakeRescue.unrescue = _powering_on(module.FakeRescue.unrescue)
 
