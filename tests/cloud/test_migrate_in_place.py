@@ -192,6 +192,9 @@ def _in_tree_servers(cloud, record_property):
             compute.delete_server(server_id)
         cloud.wait_for_deleted(list(failed))
         cloud.wait_for_capacity()
+        # As an operator would after "not mapped to any cell": an in-tree
+        # compute that took its nodes late is mapped now.
+        nova.discover_hosts(cloud, cloud.nova_conf)
         flavors = [FLAVORS[ids.index(i)] for i in failed]
         again = faults.post_servers(cloud, flavors, 'in-tree-again')
         settled = {i: s for i, s in settled.items() if i not in failed}

@@ -26,12 +26,15 @@ import time
 
 from ironic_multi.testing.cloud import cloud as cloud_mod
 from ironic_multi.testing import fleet
+from tests.cloud import faults
 
 ADMIN = cloud_mod.ADMIN_CLOUD
 SYSTEM = cloud_mod.SYSTEM_CLOUD
 # Seconds past one pool refresh and one resource update: the openstack
 # client's own start and the computes' other periodic work.
 INVENTORY_SLACK = 20
+# How long after the server is ACTIVE its port may take to be.
+PORT_ACTIVE_TIMEOUT = 30
 
 
 def boot(cloud, name, flavor, *extra, wait=True):
@@ -171,7 +174,10 @@ def test_server_lifecycle_with_trait_and_capability(cloud, servers):
 def test_burst_over_capacity(cloud, servers):
     """More bronze servers than bronze nodes, in one request.
 
-    Each ends ACTIVE or ERROR, none hangs, no node is held twice.
+    Nova's scheduler places a request for N servers whole or not at all,
+    and placement offers exactly the free bronze nodes: every server
+    ends ERROR with "No valid host", as with the in-tree driver, none
+    hangs and none holds a node.
     """
     nodes = cloud.layout.group('bronze').count
     wanted = nodes + 2
@@ -183,25 +189,21 @@ def test_burst_over_capacity(cloud, servers):
     servers.extend(ids)
     assert len(ids) == wanted
     settled = cloud.wait_for_servers(ids)
-    states = collections.Counter(s.status for s in settled.values())
-    assert states == {'ACTIVE': nodes, 'ERROR': wanted - nodes}, states
-    held = cloud.held_nodes()
-    for server_id, server in settled.items():
-        if server.status == 'ACTIVE':
-            assert len(held.get(server_id, ())) == 1, server_id
-        else:
-            assert server_id not in held, server_id
-    all_nodes = [n for ns in held.values() for n in ns]
-    assert len(all_nodes) == len(set(all_nodes))
+    assert collections.Counter(s.status for s in settled.values()) == {
+        'ERROR': wanted}
+    for server in settled.values():
+        assert 'No valid host' in faults.fault_of(server), server.fault
+    assert not set(cloud.held_nodes()) & set(ids)
 
 
 def test_boot_with_a_port_on_the_flat_network(cloud, servers):
     """A port on the shared flat network works.
 
     ML2 with networking-baremetal's mechanism driver: Neutron allocates
-    the port, the server is ACTIVE, the delete releases it.  The port is
-    not bound: the fake deploy skips the deploy step in which Ironic's
-    flat network interface binds the ports (see doc/source/cloud.rst).
+    the port, the server is ACTIVE, the deploy plugged the port in (the
+    cloud's fake deploy does as the ``neutron`` network interface's, see
+    doc/source/cloud.rst): networking-baremetal bound it to the node and
+    Neutron made it ACTIVE.  The delete releases it.
     """
     assert cloud.network_id is not None
     server = cloud.openstack('server', 'create', '--flavor', 'silver',
@@ -214,6 +216,15 @@ def test_boot_with_a_port_on_the_flat_network(cloud, servers):
     assert len(ports) == 1
     assert ports[0]['Fixed IP Addresses'][0]['ip_address'].startswith(
         '192.0.2.')
+    deadline = time.monotonic() + PORT_ACTIVE_TIMEOUT
+    while True:
+        port = cloud.openstack('port', 'show', ports[0]['ID'], cloud=ADMIN)
+        if port['status'] == 'ACTIVE' or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert (port['status'], port['binding_host_id'],
+            port['binding_vnic_type']) == (
+        'ACTIVE', node_of(cloud, server['id'])['uuid'], 'baremetal')
     cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
     assert cloud.openstack('port', 'list', '--device-id', server['id'],
                            cloud=ADMIN) == []
@@ -225,10 +236,14 @@ def test_a_port_group_is_a_bond_in_the_config_drive(cloud, servers):
     Every fake node has a port group of two ports.  Ironic's noop network
     interface records no VIF on them, so each free node's port group
     names the server's port in ``extra`` (Ironic reads that too; the
-    claim picks one of them).  Nova builds the drive with its
-    genisoimage command (pycdlib's); the drive Ironic stored is read back
-    from its database.
+    claim picks one of them).  Nova builds the drive with the cloud's
+    mkisofs, named as genisoimage names it, so Ironic's conductor checks
+    its network data as in production: it must keep the drive (it
+    replaces network data with a link without an MTU).  The drive Ironic
+    stored is read back from its database.
     """
+    ironic_log = cloud.ironic.server.log_path
+    offset = os.path.getsize(ironic_log)
     port = cloud.openstack('port', 'create', '--network', 'baremetal',
                            'bonded')
     vif_path = '/extra/vif_port_id'
@@ -274,6 +289,12 @@ def test_a_port_group_is_a_bond_in_the_config_drive(cloud, servers):
     (network,) = network_data['networks']
     assert (network['link'], network['ip_address']) == (
         bond['id'], port['fixed_ips'][0]['ip_address'])
+    # Ironic read the network data and kept it.
+    with open(ironic_log, errors='replace') as log:
+        log.seek(offset)
+        checked = [line for line in log if node in line and (
+            'network_data.json' in line or 'regenerated' in line)]
+    assert checked == [], checked
     cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
     cloud.openstack('port', 'delete', port['id'], parse=False)
 
@@ -342,3 +363,50 @@ def test_an_attached_port_is_bound_to_its_node(cloud, servers):
         'vifs'] == []
     cloud.openstack('server', 'delete', '--wait', server['id'], parse=False)
     cloud.openstack('port', 'delete', port['id'], parse=False)
+
+
+def test_instance_info_says_whose_server_it_is(cloud, servers):
+    """Ironic's node says whose server it runs, as the in-tree driver's.
+
+    ``instance_info`` names the project and user, the addresses and the
+    disk; a flavor with an ephemeral disk gets ``ephemeral0`` in the
+    metadata of the config drive (``block-device-mapping``), which
+    cloud-init mounts.
+    """
+    admin = cloud.connection()
+    silver = admin.compute.get_flavor(cloud.flavors['silver'])
+    flavor = admin.compute.create_flavor(
+        name='silver-ephemeral', ram=4096, vcpus=2, disk=40, ephemeral=1,
+        is_public=True)
+    try:
+        admin.compute.post(
+            '/flavors/%s/os-extra_specs' % flavor.id,
+            json={'extra_specs': silver.extra_specs},
+            microversion=cloud_mod.EXTRA_SPECS_MICROVERSION
+        ).raise_for_status()
+        server = cloud.openstack(
+            'server', 'create', '--flavor', 'silver-ephemeral', '--image',
+            'cirros', '--network', 'baremetal', '--config-drive', 'True',
+            '--wait', 'whose-1')
+        servers.append(server['id'])
+        (address,) = cloud.openstack(
+            'server', 'show', server['id'])['addresses']['baremetal']
+        node = node_of(cloud, server['id'])
+        (found,) = cloud.ironic.list_nodes(
+            fields=('uuid', 'instance_info', 'properties'),
+            instance_uuid=server['id'])
+        info = found['instance_info']
+        assert (info['project_name'], info['user_name'],
+                info['display_name'], info['flavor_name']) == (
+            'demo', 'demo', 'whose-1', 'silver-ephemeral')
+        assert address in info['fixed_ips']
+        assert info['floating_ips'] == '[]'
+        assert info['local_gb'] == str(found['properties'].get('local_gb',
+                                                               0))
+        meta = json.loads(cloud.ironic.config_drive_file(
+            node['uuid'], '/ec2/latest/meta-data.json'))
+        # Named after Nova's block device mapping of the flavor's
+        # ephemeral disk, as with the in-tree driver.
+        assert meta['block-device-mapping']['ephemeral0']
+    finally:
+        admin.compute.delete_flavor(flavor)

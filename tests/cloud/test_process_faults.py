@@ -29,14 +29,15 @@ ADMIN = cloud_mod.ADMIN_CLOUD
 # Seconds after the kill for the server to settle (the compute restarts
 # and Nova's init_host sets a build it interrupted to ERROR).
 KILL_BOUND = 120
-# Seconds from the start of the driver's cleanup_host to the ring
-# without the host: the shard keys move within a second (0.03 to 0.09 s
-# measured in six runs; see doc/source/cloud.rst).
+# Seconds from the driver's leave to the ring without the host: the
+# shard keys move within a second (0.03 to 0.09 s measured in six runs;
+# see doc/source/cloud.rst).
 LEAVE_BOUND = 1.0
-# Nova's log line before it waits for the tasks in progress, and the
-# driver's when Nova then calls its cleanup_host.
+# Nova's log line before it waits for the tasks in progress (after it
+# stopped its RPC server), and the driver's when it leaves the group, as
+# soon as Nova's graceful shutdown begins.
 SHUTDOWN_STARTS = 'Compute manager waiting up to'
-CLEANUP_STARTS = 'is stopping: leaving the coordination group'
+LEAVE_STARTS = 'leaving the coordination group now'
 RING_CHANGED = 'Shard ring hosts changed'
 BURST = ('gold', 'gold', 'silver', 'silver', 'gold-gpu', 'silver-uefi')
 
@@ -93,12 +94,14 @@ def test_sigkill_compute_in_the_middle_of_a_build(cloud, servers,
 
 def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
                                                  record_property):
-    """cleanup_host leaves the group; the instances are adopted later.
+    """The group is left as Nova begins to stop; adopted later.
 
     The shard keys move well before membership_timeout (what a crash
     costs); the instances are adopted after takeover_down_after.
     """
-    host = cloud.computes[-1]
+    # Each compute offers its own shards' nodes: one that offers silver.
+    offers = cloud.offers('CUSTOM_SILVER')
+    host = max(cloud.computes, key=lambda h: offers.get(h, 0))
     server = cloud.openstack('server', 'create', '--flavor', 'silver',
                              '--image', 'cirros', '--nic', 'none',
                              '--host', host, '--wait', 'on-stopped',
@@ -116,12 +119,11 @@ def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
             service.send_signal(signal.SIGTERM)
             left_at = ring.when('leave', host)
         service.stop()
-        # Nova stops its RPC server first (seconds), then waits for the
-        # tasks in progress, then calls cleanup_host: only the last is
-        # the driver's.
+        # Nova stops its RPC server (seconds), then waits for the tasks
+        # in progress, then calls cleanup_host; the driver left before.
         shutdown = watch.logged_at(service, SHUTDOWN_STARTS)
-        cleanup = watch.logged_at(service, CLEANUP_STARTS)
-        left, own = left_at - signalled, left_at - cleanup
+        leave = watch.logged_at(service, LEAVE_STARTS)
+        left, own = left_at - signalled, left_at - leave
         after = {row['Host']: set(row['Shard Keys'])
                  for row in cloud.manage('ring', 'show',
                                          host=cloud.computes[0])}
@@ -134,15 +136,17 @@ def test_sigterm_compute_leaves_the_ring_at_once(cloud, servers,
         record_property('sigterm_to_survivors_rings_seconds',
                         round(moved, 2))
         record_property('sigterm_to_ring_leave_seconds', round(left, 2))
-        record_property('cleanup_host_to_ring_leave_seconds', round(own, 2))
-        record_property('nova_shutdown_to_cleanup_host_seconds',
-                        round(cleanup - shutdown, 2))
+        record_property('driver_leave_to_ring_leave_seconds', round(own, 2))
+        record_property('driver_leave_before_nova_waits_seconds',
+                        round(shutdown - leave, 2))
         print('\nSIGTERM: left the ring %.2f s after the signal, %.2f s '
-              'after cleanup_host began (membership_timeout %d s)'
+              'after the driver began to leave (membership_timeout %d s)'
               % (left, own, cloud.membership_timeout))
         print('SIGTERM: the survivors\' rings moved %.2f s after the '
               'signal' % moved)
         assert own < LEAVE_BOUND
+        # Not at cleanup_host: before Nova even waits for its tasks.
+        assert leave < shutdown
         assert moved < left + LEAVE_BOUND
         assert left < cloud.membership_timeout
         assert host not in after

@@ -15,15 +15,19 @@
 """Rescue, consoles and crash dumps through Nova's API, on a real Ironic.
 
 The test Ironic gives every node the ``fake`` rescue interface and the
-``fake-graphical`` console (VNC on the fake console container's address,
-192.0.2.1:5900); its ``fake`` management interface has no NMI.  Each
+``fake-graphical`` console (a blank VNC server on 127.0.0.1, from the
+test Ironic's ``ironic-multi-rfb`` console provider); its ``fake``
+management interface has no NMI.  Each
 scenario checks both sides: the server in Nova, the node in Ironic.
 """
+
+from urllib import parse
 
 from nova import context
 from nova import objects
 from nova.tests.functional.api import client as api_client
 
+from ironic_multi.testing.vnc_console import fake_rfb
 from tests.functional import nova_base
 
 
@@ -106,13 +110,19 @@ class ConsoleTest(nova_base.IronicMultiTestBase):
         console = self._vnc(server).body['remote_console']
         self.assertEqual(('vnc', 'novnc'),
                          (console['protocol'], console['type']))
-        self.assertIn('token', console['url'])
+        # noVNC's page reads the token from ?path=%3Ftoken%3D...
+        query = parse.parse_qs(parse.urlparse(console['url']).query)
+        (token,) = parse.parse_qs(
+            parse.urlparse(query['path'][0]).query)['token']
         found = self.ironic.get_node(node['uuid'])
         self.assertTrue(found['console_enabled'])
-        self.assertEqual(
-            ('192.0.2.1', 5900),
-            (found['driver_internal_info']['vnc_host'],
-             found['driver_internal_info']['vnc_port']))
+        where = (found['driver_internal_info']['vnc_host'],
+                 found['driver_internal_info']['vnc_port'])
+        # Nova's proxy connects where the token says: the node's console.
+        told = self.api.api_get(
+            '/os-console-auth-tokens/%s' % token).body['console']
+        self.assertEqual(where, (told['host'], int(told['port'])))
+        self.assertIn(node['uuid'].encode(), fake_rfb.greeting(*where))
         self.delete_and_check(server)
 
     def test_a_node_without_console_says_so(self):

@@ -23,10 +23,14 @@ from tests.functional import nova_base
 class OverbookTest(nova_base.IronicMultiTestBase):
     """12 servers booted at once (12 POSTs, no waiting) for 10 nodes.
 
-    Each of the 3 providers reports the whole cluster (10 free), so
-    placement accepts all 12; the claims in Ironic decide.  The two that
-    find no node are rescheduled to the alternates and end in ERROR after
-    ``[scheduler] max_attempts`` (3) tries.
+    Each of the 3 providers offers the free nodes of its own shards:
+    they add up to 10, so placement accepts 10 and the two past the last
+    node end in ERROR at the scheduler (no valid host).  An offer still
+    being updated when placement answers may let one more through to a
+    compute, whose claim then finds no node: it is rescheduled to the
+    alternates and ends in ERROR after ``[scheduler] max_attempts`` (3)
+    tries.  Either way the claims in Ironic decide which node each build
+    gets.
     """
 
     COMPUTES = 3

@@ -137,6 +137,7 @@ class ForeignNodesTest(_SharedIronicCase):
 
     def test_foreign_nodes_are_never_touched(self):
         victim, adopter = 'compute2', 'compute1'
+        self.place_nodes({victim: 1})
         mine = self.boot(host=victim)
         foreigners, allocations = self._foreigners()
         before = {name: self._kept(node) for name, node in foreigners.items()}
@@ -169,6 +170,7 @@ class NovaUnreachableTest(_SharedIronicCase):
     NODES = 3
 
     def test_no_orphan_without_nova_and_the_rest_runs(self):
+        self.place_nodes({'compute2': 1})
         orphan = self.boot(host='compute2')
         node = self.node_of(orphan['id'])['uuid']
         self.stop_compute('compute2', force_down=True)
@@ -213,6 +215,7 @@ class UpgradeTest(_SharedIronicCase):
     """Nodes claimed by a version without marks: marked, then kept."""
 
     def test_unmarked_nodes_are_marked_by_their_owner_and_kept(self):
+        self.place_nodes({'compute1': 1})
         server = self.boot(host='compute1')
         node = self.node_of(server['id'])['uuid']
         # What a version without marks left on the node.

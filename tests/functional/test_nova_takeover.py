@@ -125,7 +125,9 @@ class AutomaticTakeoverTest(_TakeoverCase):
         # A full cluster: two servers on the victim, one on the adopter.
         # The adopter's provider then has no free unit, and placement
         # takes the victim's two only because the takeover makes room
-        # (its "reserved" counted them).
+        # (its "reserved" counted them).  Each offers its own shards'
+        # nodes: the victim's shards get two, the adopter's one.
+        self.place_nodes({victim: 2, adopter: 1})
         servers = [self.boot(host=victim) for _ in range(2)]
         mine = self.boot(host=adopter)
         self._refresh(list(self.computes))
@@ -208,6 +210,7 @@ class GraceTakeoverTest(_TakeoverCase):
         victim = 'compute1'
         adopter = self._adopter(victim)
         survivors = sorted(set(self.computes) - {victim})
+        self.place_nodes({victim: 1})
         servers = [self.boot(host=victim)]
         self.computes[victim].stop()
         down_time = CONF.service_down_time
@@ -239,6 +242,7 @@ class ManualTakeoverTest(_TakeoverCase):
         adopter = self._adopter(victim)
         other = (set(self.computes) - {victim, adopter}).pop()
         conf_file = self.manage_config_file()
+        self.place_nodes({victim: 2})
         servers = [self.boot(host=victim) for _ in range(2)]
         self.assertFalse(CONF.ironic_multi.takeover_forced_down)
 
@@ -331,6 +335,7 @@ class InterruptedTaskTakeoverTest(_TakeoverCase):
         victim = 'compute2'
         adopter = self._adopter(victim)
         survivors = sorted(set(self.computes) - {victim})
+        self.place_nodes({victim: 3})
         building, rebooting, deleting = [self.boot(host=victim)
                                          for _ in range(3)]
         # The delete had torn down and released the node when it died.
