@@ -37,12 +37,14 @@ def _placement(*free):
     return mock.Mock(get=mock.Mock(return_value=answer))
 
 
-def test_ours_offers_the_highest_provider_in_tree_the_sum(cloudcapacity):
-    ours = cloudcapacity._Sampler(mock.Mock(), ours=True)
-    in_tree = cloudcapacity._Sampler(mock.Mock(), ours=False)
-    assert ours._offered(_placement(1, 3, 2)) == 3
-    assert in_tree._offered(_placement(1, 1, 0)) == 2
-    assert ours._offered(_placement()) == 0
+def test_placement_offers_the_providers_free_units_added_up(cloudcapacity):
+    sampler = cloudcapacity._Sampler(mock.Mock())
+    assert sampler._offers(_placement(1, 3, 2)) == {'rp-0': 1, 'rp-1': 3,
+                                                    'rp-2': 2}
+    assert sampler._offered(sampler._offers(_placement(1, 3, 2))) == 6
+    # In-tree: one unit per free node.
+    assert sampler._offered(sampler._offers(_placement(1, 1, 0))) == 2
+    assert sampler._offered(sampler._offers(_placement())) == 0
 
 
 def test_every_build_but_an_active_servers_last_one_failed(cloudcapacity):

@@ -25,9 +25,9 @@ on the bench's Ironic with a fresh fleet of 200 nodes over 3 shard keys
     One compute node and placement provider per Ironic node.
 ``ironic-multi``
     ``ironic_multi.IronicMultiDriver``: the shard keys go on its hash ring,
-    every compute reports the whole cluster, a claim in Ironic picks the
-    node.  Coordination: the bench's URL (Redis when it runs) with a
-    group of the sample's own, else a ``file://`` directory.
+    each compute offers its own shards' free nodes, a claim in Ironic
+    picks the node.  Coordination: the bench's URL (Redis when it runs)
+    with a group of the sample's own, else a ``file://`` directory.
 
 B servers are POSTed at once (no waiting: each build runs in its
 compute's build pool), and the sample's time runs from the first POST

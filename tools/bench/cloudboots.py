@@ -48,9 +48,9 @@ the computes' logs (:func:`_phases`).
 Ironic's own deploy time is measured on the fake cloud's Ironic, which
 its driver leaves idle: nodes provisioned straight through Ironic's API,
 from ``deploy`` to ``active``, one at a time and as a burst of B at once
-(what Ironic alone takes for the deploys of one sample).  The goals:
-ours within 1.5x of (fake p50 + Ironic's burst deploy p50), and ahead
-of in-tree.
+(what Ironic alone takes for the deploys of one sample).  The goals
+(issue 29): ours within 1.2x of (fake p50 + Ironic's burst deploy p50),
+and within 0.7x of in-tree's p50.
 """
 
 import collections
@@ -109,7 +109,8 @@ SETTLE_TIMEOUT = 600
 FAKE_FLAVOR = 'fake-small'
 # Where a boot's time goes (see _phases).
 PHASES = ('before build', 'build', 'spawn', 'claim')
-GOAL_OF_FAKE_PLUS_DEPLOY = 1.5
+GOAL_OF_FAKE_PLUS_DEPLOY = 1.2
+GOAL_OF_IN_TREE = 0.7
 
 
 class BenchError(Exception):
@@ -432,16 +433,17 @@ def _wait_for_available(cloud, timeout=SETTLE_TIMEOUT):
 def _placement_settled(cloud):
     """Whether placement offers every node again.
 
-    Ours: each compute's provider offers the whole cluster; the in-tree
-    driver: one provider per node, unreserved.
+    Ours: each compute's provider offers the free nodes of its own
+    shards, every compute has reported; the in-tree driver: one provider
+    per node, unreserved.  Either way they add up to the nodes.
     """
     free = [inventory.total - inventory.reserved
             for provider in cloud.provider_inventories().values()
             for resource_class, inventory in provider.items()
             if resource_class == 'CUSTOM_GOLD']
-    if cloud.compute_driver == cloud_nova.COMPUTE_DRIVER:
-        return (len(free) == len(cloud.computes)
-                and all(f == NODES for f in free))
+    if (cloud.compute_driver == cloud_nova.COMPUTE_DRIVER
+            and len(free) != len(cloud.computes)):
+        return False
     return sum(free) == NODES
 
 
@@ -509,9 +511,9 @@ def _report(runs, deploys):
          'measured': '%.2fx' % (ours['p50'] / floor),
          'met': ours['p50'] / floor <= GOAL_OF_FAKE_PLUS_DEPLOY},
         {'name': 'ironic-multi p50 / in-tree p50',
-         'target': '< 1.0x',
+         'target': '<= %.1fx' % GOAL_OF_IN_TREE,
          'measured': '%.2fx' % (ours['p50'] / in_tree['p50']),
-         'met': ours['p50'] < in_tree['p50']},
+         'met': ours['p50'] / in_tree['p50'] <= GOAL_OF_IN_TREE},
     ]
     return {
         'title': TITLE,

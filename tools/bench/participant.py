@@ -38,6 +38,8 @@ JSON line (``{"failure": ...}`` when the command failed):
     Redis counter shared by the group) or ``budget`` seconds passed.
 ``release`` ``claims``: ``[[instance, node, how]]``, ``threads``
 ``inlist`` [``shard``]: list the nodes as Nova's in-tree driver does.
+``rawlist`` ``mode``: a plain paged listing of what that mode's full
+    refresh reads (its shards, fields and page size), nothing kept.
 ``published``: the size of this member's published payload.
 ``profile`` ``what`` (``claim`` MODE or ``refresh``), ``count``:
     pyinstrument's text profile of that many of them, one after another.
@@ -65,6 +67,8 @@ import common  # noqa: E402
 from oslo_config import cfg  # noqa: E402
 import requests  # noqa: E402
 
+from ironic_multi._reservation.providers.ironic import (  # noqa: E402
+    client as ironic_client)
 from ironic_multi._reservation.requirements import Requirements  # noqa: E402
 from ironic_multi import exception  # noqa: E402
 from ironic_multi.testing.reservers import build_reserver  # noqa: E402
@@ -214,14 +218,14 @@ class Service(object):
                 method, path, response.status_code, response.text[:300]))
         return response
 
-    def listing(self, path, params):
+    def listing(self, path, params, page_size=PAGE):
         """Every node of a listing, paged with marker and the filters."""
-        params = dict(params, limit=PAGE)
+        params = dict(params, limit=page_size)
         nodes = []
         while True:
             page = self.http('GET', path, params=params).json()['nodes']
             nodes.extend(page)
-            if len(page) < PAGE:
+            if len(page) < page_size:
                 return nodes
             params['marker'] = page[-1]['uuid']
 
@@ -515,6 +519,25 @@ class Service(object):
         return {'records': len(nodes), 'served': counted['records'],
                 'listings': counted['listings'], 'seconds': seconds}
 
+    # -- the floor of a full refresh ----------------------------------------
+
+    def rawlist(self, mode):
+        """The nodes of ``mode``'s shards, as its full refresh lists them.
+
+        One listing of every owned shard at once, the provider's fields and
+        page size; the nodes are counted, not kept: the floor under a full
+        refresh, which reads the same pages and builds its pool of them.
+        """
+        reserver = self.reservers[mode]
+        params = {'fields': ','.join(sorted(set(reserver.provider.fields)
+                                            | {'uuid'})),
+                  'shard': ','.join(sorted(reserver.owned_shards()))}
+        started = time.perf_counter()
+        nodes = self.listing('/v1/nodes', params,
+                             page_size=ironic_client.PAGE_SIZE)
+        return {'records': len(nodes),
+                'seconds': time.perf_counter() - started}
+
     # -- profiles ------------------------------------------------------------
 
     def profile(self, what, count, mode=None, flush=False):
@@ -582,6 +605,8 @@ def handle(service, command):
         return service.release(**command)
     if op == 'inlist':
         return service.inlist(**command)
+    if op == 'rawlist':
+        return service.rawlist(**command)
     if op == 'published':
         return service.published()
     if op == 'profile':
