@@ -355,7 +355,7 @@ class CapacityBoard(object):
             capacity = {rc: {'total': counts['total'],
                              'free': self._offered.get(rc, 0)}
                         for rc, counts in self._capacity.items()}
-            return capacity, waiting_of({'waiting': self._waiting})
+            return capacity, _units(self._waiting)
 
     def cluster_traits(self):
         """The traits of usable nodes, over every member's shards."""
@@ -383,11 +383,16 @@ def _nodes(capacity):
 
 def waiting_of(payload):
     """Units per placement class a member's builds wait for."""
-    waiting = {}
-    for resources in (payload.get('waiting') or {}).values():
-        for name, units in resources.items():
-            waiting[name] = waiting.get(name, 0) + units
-    return waiting
+    return _units(payload.get('waiting') or {})
+
+
+def _units(waiting):
+    """``{instance: {class: units}}`` added up per class."""
+    units = {}
+    for resources in waiting.values():
+        for name, count in resources.items():
+            units[name] = units.get(name, 0) + count
+    return units
 
 
 def _uncovered(payload, live):

@@ -132,12 +132,12 @@ class InventoryReporter(object):
             reserver.publish_extra(inventory=self.inventory)
 
     def tell(self, reserver=None):
-        """Tell placement the cluster's capacity now, not at the periodic.
+        """Tell placement this provider's offer now, not at the periodic.
 
-        A claim by any member takes a node off every provider's free
-        count; left to Nova's ``update_available_resource`` (every 60 s by
-        default), the other providers would offer it meanwhile, and a
-        build sent there would have to reschedule.
+        A claim from this service's shards (by any member) takes a node
+        off its offer; left to Nova's ``update_available_resource``
+        (every 60 s by default), this provider would offer it meanwhile,
+        and a build sent here would have to reschedule.
         """
         client = self._reported_client()
         if client is None:
@@ -178,12 +178,12 @@ class InventoryReporter(object):
                 self._reserver.capacity_changed()
                 return
             except Exception as e:
-                LOG.warning('Cannot tell placement the cluster\'s capacity '
+                LOG.warning('Cannot tell placement this provider\'s offer '
                             'now (%s); the next periodic update of the '
                             'resources does', e)
                 return
         if told:
-            LOG.debug('Told placement the cluster\'s capacity: %s',
+            LOG.debug('Told placement this provider\'s offer: %s',
                       inventory)
 
     def hold(self, instance_uuids):

@@ -89,11 +89,10 @@ OPTS = [
         help='Seconds between two reads of this compute node\'s usages in '
              'placement by the virt driver.  A usage that moved (the '
              'scheduler allocated a build here, or a failed build left) '
-             'is counted at once: the build waits for a node, and every '
-             'provider of the group stops offering that node.  The sooner '
-             'it is seen, the fewer builds the scheduler sends to a '
-             'node that a build here is about to claim.  Each compute '
-             'makes one small placement request per interval.'),
+             'is counted at once: the build waits for a node, and its '
+             'unit comes off this provider\'s offer, as its node will.  '
+             'Each compute makes one small placement request per '
+             'interval.'),
     cfg.IntOpt(
         'pool_full_refresh_interval',
         default=600,
