@@ -14,6 +14,10 @@
 
 """One multi-process cloud for the whole session (it takes a minute).
 
+The modules that start a cloud of their own (a sandbox, the in-tree
+cloud) run first, before the session's cloud starts: on 2 cores a second
+cloud beside the idle one started slower and missed its bounds.
+
 pytest tears it down on failures and on Ctrl-C; the fixture's own safety
 net covers SIGTERM, SIGHUP and a killed test runner.  The services' logs
 go to ``$IRONIC_MULTI_CLOUD_LOG_DIR`` when it is set (tox sets it), and
@@ -29,6 +33,11 @@ from ironic_multi.testing.cloud import Cloud
 
 COMPUTES = 3
 NODES = 24
+
+
+def pytest_collection_modifyitems(items):
+    # A stable sort: the tests of the session's cloud keep their order.
+    items.sort(key=lambda item: 'cloud' in item.fixturenames)
 
 
 @pytest.fixture(scope='session')
