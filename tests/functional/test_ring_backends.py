@@ -110,11 +110,11 @@ def owned(member):
 
 
 @pytest.fixture
-def report(request, record_property):
+def report(request, record_testsuite_property):
     """Print and record a measured time, named after the backend."""
     def report(name, seconds):
         name = '%s[%s]' % (name, request.node.callspec.params['coordination'])
-        record_property(name, '%.2f' % seconds)
+        record_testsuite_property(name, '%.2f' % seconds)
         print('%s: %.2f s' % (name, seconds))
     return report
 
