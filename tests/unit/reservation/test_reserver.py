@@ -306,10 +306,9 @@ class TestRingWatch:
 class _Membership(object):
     """Only what a CapacityBoard uses: others' payloads set by hand."""
 
-    member_id = 'me'
-
-    def __init__(self):
-        self.payloads = {}
+    def __init__(self, member_id='me', payloads=None):
+        self.member_id = member_id
+        self.payloads = {} if payloads is None else payloads
 
     def publish(self, payload):
         self.payloads[self.member_id] = payload
@@ -449,11 +448,10 @@ def test_a_claim_leaves_waiting_and_the_offer_in_one_step():
 class _Ring(object):
     """Only what a CapacityBoard asks of a ring: each shard's owner."""
 
-    host = 'me'
-
-    def __init__(self, order):
+    def __init__(self, order, host='me'):
         # {shard: hosts in the order they would own it}
         self._order = order
+        self.host = host
 
     def owner(self, shard, ignore=()):
         return next((h for h in self._order[shard] if h not in ignore),
@@ -540,14 +538,6 @@ class TestOffer:
         assert board.offer()[0]['gold']['free'] == 3
 
 
-class _SharedMembership(_Membership):
-    """One member's view of payloads that every member's board shares."""
-
-    def __init__(self, member_id, payloads):
-        self.member_id = member_id
-        self.payloads = payloads
-
-
 @pytest.mark.xfail(strict=True, reason=(
     'known: a claim from a shard another host offers stays off both '
     'offers until the shard\'s owner counts again (a disabled owner '
@@ -561,10 +551,10 @@ def test_a_claim_from_another_hosts_shard_hides_no_other_node():
               'three': {'s3': 0}}
     boards = {}
     for name in ('one', 'two', 'three'):
-        ring = _Ring(order)
-        ring.host = name
+        # Every member's board reads the one dict of payloads.
         boards[name] = capacity_mod.CapacityBoard(
-            _SharedMembership(name, payloads), retain_seconds=60, ring=ring)
+            _Membership(name, payloads), retain_seconds=60,
+            ring=_Ring(order, host=name))
     boards['one'].set_offering(False)
     for name, shards in counts.items():
         boards[name].publish(
