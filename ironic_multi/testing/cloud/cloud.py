@@ -396,7 +396,15 @@ class Cloud(fixtures.Fixture):
                 wait=False)
 
         self._phase('computes')
-        for _ in range(self.initial_computes):
+        first = self.add_compute(wait=False)
+        if self.compute_driver == nova.IN_TREE_DRIVER:
+            # In-tree computes started together each hash every node over
+            # itself alone (none has a compute node yet) and create the
+            # same compute node records: the one that loses the insert
+            # exits at start ("Duplicate compute node record found").
+            # An operator brings the first one up alone for that reason.
+            self._wait_for_in_tree_nodes(first)
+        for _ in range(self.initial_computes - 1):
             self.add_compute(wait=False)
         self.wait_for_computes(self.computes)
         nova.discover_hosts(self, self.nova_conf)
@@ -675,15 +683,39 @@ class Cloud(fixtures.Fixture):
                        or not _reported_since(known[h], since)]
             if not missing:
                 return
-            for host in missing:
-                service = self.services.get(self.compute_service(host))
-                if state == 'up' and service and not service.running:
-                    raise CloudError('%s exited: %s' % (
-                        service.name, service.log_tail()))
+            if state == 'up':
+                self._check_computes_run(missing)
             if time.monotonic() > deadline:
                 raise CloudError('Computes not %s after %d s: %s' % (
                     state, timeout, ', '.join(missing)))
             time.sleep(0.5)
+
+    def _check_computes_run(self, hosts):
+        """Raise :class:`CloudError` if a compute of ``hosts`` exited."""
+        for host in hosts:
+            service = self.services.get(self.compute_service(host))
+            if service and not service.running:
+                raise CloudError('%s exited: %s' % (
+                    service.name, service.log_tail()))
+
+    def _wait_for_in_tree_nodes(self, host, timeout=COMPUTE_TIMEOUT):
+        """Until the in-tree compute ``host`` has every node's record.
+
+        Read in placement: Nova's API lists no hypervisor of a host that
+        ``discover_hosts`` has not mapped, and a node's provider comes
+        after its compute node record.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            have = sum(1 for found in self.provider_inventories().values()
+                       if found)
+            if have >= len(self.node_groups):
+                return
+            self._check_computes_run([host])
+            if time.monotonic() > deadline:
+                raise CloudError('%s registered %d of %d nodes in %d s' % (
+                    host, have, len(self.node_groups), timeout))
+            time.sleep(1)
 
     def wait_for_capacity(self, hosts=None, timeout=COMPUTE_TIMEOUT):
         """Until each compute's provider has every resource class.
@@ -717,6 +749,8 @@ class Cloud(fixtures.Fixture):
                 short = self._in_tree_layout_short(settling)
             if not short:
                 return inventories
+            # A compute that exited reports nothing: say so now.
+            self._check_computes_run(hosts or self.computes)
             if time.monotonic() > deadline:
                 raise CloudError('No %s inventory on %s after %d s' % (
                     ', '.join(sorted(wanted)), ', '.join(short), timeout))
@@ -731,7 +765,9 @@ class Cloud(fixtures.Fixture):
             # Until a compute has registered a node, the others hash every
             # node over themselves alone; discover_hosts maps no compute
             # without one (a boot there fails: "Host 'compute-1' is not
-            # mapped to any cell").
+            # mapped to any cell), and Nova's API lists no hypervisor of
+            # a host it has not mapped: map the ones registered since.
+            nova.discover_hosts(self, self.nova_conf)
             return ['the nodes of %s (no compute node yet)'
                     % ', '.join(sorted(missing))]
         if not settling.still(layout):
