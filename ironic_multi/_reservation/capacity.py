@@ -53,10 +53,13 @@ waiting here come off this member's offer; a claim takes its instance
 off ``waiting`` in the same write that lists it in ``taken``, so the
 offer less the builds waiting does not move when a build claims.  A
 claim from another host's shards comes off this member's offer until
-that host counts it, as that host offers the node until it reads the
-claim.  A claim is listed for ``retain_seconds``: by
-then its shard's owner has counted it.  Clocks of the members are
-assumed in step (NTP), as Nova assumes for its services' heartbeats.
+the shard's owner counts it, as the host that offers the shard offers
+the node until it reads the claim.  The owner counts it as soon as it
+reads it (``counted``), not at its next pool refresh: an owner Nova
+disabled still counts, and its refresh may be far off.  A claim is
+listed for ``retain_seconds``: by then its shard's owner has counted
+it.  Clocks of the members are assumed in step (NTP), as Nova assumes
+for its services' heartbeats.
 
 The sum is computed when the periodic refresh publishes, and again when
 a claim is published, and kept: the virt driver reads it under Nova's
@@ -108,6 +111,8 @@ class CapacityBoard(object):
         # {instance uuid: {placement resource class: units}}: this
         # member's builds that wait for a node.
         self._waiting = {}
+        # Whether _count_claims changed the payload since it was published.
+        self._recounted = False
 
     def publish(self, shard_capacity, traits, extra=None, counted_at=None):
         """Publish this member's counts, then read every member's.
@@ -137,6 +142,7 @@ class CapacityBoard(object):
                         'known counts of the other members: %s', e)
             others = self._others
         self._add_up(payload, others)
+        self._publish_recount()
 
     def _read_others(self):
         """The other live members' payloads that carry counts."""
@@ -151,8 +157,9 @@ class CapacityBoard(object):
         :returns: whether what this member tells placement changed: the
             nodes, the free nodes it offers, the traits.
         """
-        live = [payload, *others.values()]
         with self._lock:
+            payload = self._count_claims(payload, others)
+            live = [payload, *others.values()]
             departed = self._still_departed(others, live)
             capacity, traits, offered = _sum(
                 live + [kept for kept, _seen in departed.values()],
@@ -167,6 +174,39 @@ class CapacityBoard(object):
             self._payload, self._others = payload, others
             self._departed = departed
         return changed
+
+    def _count_claims(self, payload, others):
+        """``payload`` with the others' new claims in its shards counted.
+
+        The claimer offers one less until the shard's counts take its
+        claim in (see :func:`_sum`), and the shard's offerer one less
+        once it reads the claim: both until the owner counts again, a
+        pool refresh away (longer for an owner Nova disabled).  So the
+        owner counts a claim as soon as it reads it: one node less free
+        in the shard's counts, the claim named in ``counted``.  Published
+        by :meth:`reread`, once per claim.
+        """
+        shards = payload.get('shards') or {}
+        counted = payload.get('counted') or {}
+        new = {node: claim
+               for other in others.values()
+               for node, claim in (other.get('taken') or {}).items()
+               if claim.get('shard') in shards
+               and claim.get('at', 0) > payload.get('at', 0)
+               and counted.get(node) != claim.get('at')}
+        if not new:
+            return payload
+        shards = {shard: {rc: dict(count) for rc, count in counts.items()}
+                  for shard, counts in shards.items()}
+        for claim in new.values():
+            count = shards[claim['shard']].get(claim.get('resource_class'))
+            if count and count.get('free', 0) > 0:
+                count['free'] -= 1
+        LOG.debug('Counting %d claims of other members in this member\'s '
+                  'shards: %s', len(new), ', '.join(sorted(new)))
+        self._recounted = True
+        return dict(payload, shards=shards, counted=dict(
+            counted, **{node: claim.get('at') for node, claim in new.items()}))
 
     def _offers(self, live):
         """``offers(shard)``: whether this member offers its free nodes.
@@ -282,7 +322,27 @@ class CapacityBoard(object):
             payload = self._payload
         if payload is None:
             return False
-        return self._add_up(payload, self._read_others())
+        changed = self._add_up(payload, self._read_others())
+        self._publish_recount()
+        return changed
+
+    def _publish_recount(self):
+        """Publish the payload if it counted the others' claims since.
+
+        Only the reads bring new claims of others: the writes that sum
+        with the others already read publish the counted payload.
+        """
+        with self._lock:
+            recounted, self._recounted = self._recounted, False
+            payload = self._payload
+        if not recounted:
+            return
+        try:
+            self._membership.publish(payload)
+        except exception.CoordinationUnavailable as e:
+            # The next write carries it.
+            LOG.warning('Cannot publish the claims this member counted: %s',
+                        e)
 
     def _recent_claims(self):
         """This member's claims its shards' owners may not have counted."""
@@ -419,9 +479,9 @@ def _sum(payloads, offers, own_claims=None):
         at = payload.get('at', 0)
         for shard, counts in (payload.get('shards') or {}).items():
             if shard not in freshest or at > freshest[shard][0]:
-                freshest[shard] = (at, counts)
+                freshest[shard] = (at, counts, payload.get('counted') or {})
         taken.update(payload.get('taken') or {})
-    totals = _add({}, (counts for _at, counts in freshest.values()))
+    totals = _add({}, (entry[1] for entry in freshest.values()))
     offered_shards = {shard for shard in freshest if offers(shard)}
     offered = {rc: counts['free'] for rc, counts in _add(
         {}, (freshest[shard][1] for shard in offered_shards)).items()}
@@ -429,8 +489,9 @@ def _sum(payloads, offers, own_claims=None):
     left = {}
     for node, claim in taken.items():
         shard, rc = claim.get('shard'), claim.get('resource_class')
-        at, counts = freshest.get(shard, (None, {}))
-        if at is None or claim.get('at', 0) <= at:
+        at, counts, counted = freshest.get(shard, (None, {}, {}))
+        if (at is None or claim.get('at', 0) <= at
+                or counted.get(node) == claim.get('at')):
             # Counted by the shard's owner since (or not counted at all).
             continue
         key = (shard, rc)
