@@ -632,13 +632,19 @@ def test_a_claim_the_owner_counted_comes_off_no_other_offer():
     assert board.cluster_capacity()['gold']['free'] == 2
 
 
-def test_a_new_count_forgets_the_claims_counted_before_it():
+def _owner_of_a_claimed_shard():
+    """The owner of s0 (2 of 3 free) and an unread claim of n1 in it."""
     membership = _Membership('owner')
     board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
     board.publish({'s0': {'gold': {'total': 3, 'free': 2}}}, set(),
                   counted_at=time.time() - 10)
     membership.payloads['other'] = {'at': time.time(), 'shards': {},
                                     'taken': {'n1': _claim('s0', time.time())}}
+    return membership, board
+
+
+def test_a_new_count_forgets_the_claims_counted_before_it():
+    membership, board = _owner_of_a_claimed_shard()
     board.reread()
     # Ironic's count after the claim has it: nothing more comes off.
     board.publish({'s0': {'gold': {'total': 3, 'free': 1}}}, set(),
@@ -649,12 +655,7 @@ def test_a_new_count_forgets_the_claims_counted_before_it():
 
 
 def test_a_recount_the_backend_refuses_is_still_counted_here(caplog):
-    membership = _Membership('owner')
-    board = capacity_mod.CapacityBoard(membership, retain_seconds=60)
-    board.publish({'s0': {'gold': {'total': 3, 'free': 2}}}, set(),
-                  counted_at=time.time() - 10)
-    membership.payloads['other'] = {'at': time.time(), 'shards': {},
-                                    'taken': {'n1': _claim('s0', time.time())}}
+    membership, board = _owner_of_a_claimed_shard()
     down = exception.CoordinationUnavailable(url='file://x', reason='down')
     with mock.patch.object(membership, 'publish', side_effect=down):
         assert board.reread() is True
