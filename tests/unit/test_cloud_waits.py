@@ -18,6 +18,8 @@ import collections
 import datetime
 import types
 
+import pytest
+
 from ironic_multi.testing.cloud import cloud as cloud_mod
 
 RESTART = datetime.datetime(2026, 11, 27, 21, 0, 0, 400000)
@@ -96,6 +98,11 @@ def _in_tree_cloud(monkeypatch, **kwargs):
         now[0] += seconds
 
     monkeypatch.setattr(cloud_mod.time, 'sleep', sleep)
+    # The times nova-manage cell_v2 discover_hosts ran.
+    cloud.discovered = []
+    cloud.nova_conf = 'nova.conf'
+    monkeypatch.setattr(cloud_mod.nova, 'discover_hosts',
+                        lambda cloud, conf: cloud.discovered.append(now[0]))
     return cloud, now
 
 
@@ -135,6 +142,46 @@ def test_the_in_tree_cloud_waits_for_every_compute_to_take_its_nodes(
         ring if now[0] >= 60 else dict.fromkeys(nodes, 'compute-0')))
     cloud.wait_for_capacity(timeout=300)
     assert 60 + 10 <= now[0] <= 60 + 10 + 2
+
+
+def test_the_in_tree_wait_maps_a_compute_that_registered_after_discovery(
+        monkeypatch):
+    # CI, 2026-12-03: compute-1 registered its nodes after the cloud's one
+    # discover_hosts; Nova's API lists no hypervisor of an unmapped host,
+    # so the layout never showed them and the wait ran out.
+    cloud, now = _in_tree_cloud(monkeypatch, update_resources_interval=5)
+    cloud.computes = ['compute-0', 'compute-1']
+    nodes = ['%08d-0000-0000-0000-000000000000' % i for i in range(8)]
+    cloud.node_groups = dict.fromkeys(nodes, 'group')
+    ring = cloud_mod.nova.in_tree_layout(nodes, cloud.computes)
+    monkeypatch.setattr(cloud, 'provider_inventories', lambda: {
+        uuid: {'CUSTOM_GOLD': {}} for uuid in nodes})
+    # compute-1 registered at 20 s: listed once a discovery after it ran.
+    monkeypatch.setattr(cloud, 'in_tree_layout', lambda: (
+        ring if any(at >= 20 for at in cloud.discovered)
+        else {u: h for u, h in ring.items() if h == 'compute-0'}))
+    cloud.wait_for_capacity(timeout=300)
+    assert 20 + 10 <= now[0] <= 20 + 10 + 2
+
+
+class _Exited(object):
+    name = 'nova-compute-compute-1'
+    running = False
+
+    @staticmethod
+    def log_tail():
+        return 'Duplicate compute node record found'
+
+
+def test_a_compute_that_exited_ends_the_capacity_wait_at_once(monkeypatch):
+    cloud, now = _in_tree_cloud(monkeypatch, update_resources_interval=5)
+    cloud.computes = ['compute-0', 'compute-1']
+    cloud.node_groups = {'n0': 'group'}
+    cloud.services[cloud.compute_service('compute-1')] = _Exited()
+    monkeypatch.setattr(cloud, 'provider_inventories', lambda: {})
+    with pytest.raises(cloud_mod.CloudError, match='Duplicate compute node'):
+        cloud.wait_for_capacity(timeout=300)
+    assert now[0] == 0
 
 
 def test_the_in_tree_wait_takes_a_settled_layout_off_the_ring(monkeypatch):
