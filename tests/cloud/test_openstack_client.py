@@ -401,6 +401,9 @@ def test_instance_info_says_whose_server_it_is(cloud, servers):
             'demo', 'demo', 'whose-1', 'silver-ephemeral')
         assert address in info['fixed_ips']
         assert info['floating_ips'] == '[]'
+        # Cirros names no kernel: Ironic reads the type from the deploy,
+        # as it would have from Glance.
+        assert info['image_type'] == 'whole-disk'
         assert info['local_gb'] == str(found['properties'].get('local_gb',
                                                                0))
         meta = json.loads(cloud.ironic.config_drive_file(

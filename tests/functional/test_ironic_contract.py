@@ -20,14 +20,34 @@ pass this module unchanged (point the ``ironic`` fixture at it).
 """
 
 import concurrent.futures
+import json
+import os
+import subprocess
 import uuid
 
 import pytest
 
 from ironic_multi._reservation.providers.ironic import ownership
+from ironic_multi._virt import metadata
 from ironic_multi import exception
+from ironic_multi.testing import venvs
 
 MARK = ownership.mark('contract-group')
+# A Glance image ID; this Ironic has no Glance to ask about it.
+GLANCE_IMAGE = 'a2459075-d96c-40d5-893e-577ff92e721c'
+# Ironic's own rule for the type of a Glance image, on given properties.
+IRONIC_IMAGE_TYPE_RULE = """
+import json, sys
+from unittest import mock
+from ironic.common import images
+found = []
+for properties in json.load(sys.stdin):
+    with mock.patch.object(images, 'get_image_properties',
+                           return_value=properties):
+        found.append(images.is_whole_disk_image(
+            None, {'image_source': sys.argv[1]}))
+print(json.dumps(found))
+"""
 
 
 def _new_uuid():
@@ -291,6 +311,48 @@ class TestFakeHardwareProvisioning:
         ironic_api.set_provision_state(node, 'active')
         ironic.wait_for_node(node, provision_state='active')
         return node
+
+    @pytest.mark.parametrize('image_type, whole_disk', [
+        ('whole-disk', True), ('partition', False)])
+    def test_a_deploy_takes_the_image_type_as_given(
+            self, ironic, ironic_api, image_type, whole_disk):
+        # The driver writes it so that Ironic asks Glance nothing in the
+        # provision request.  This Ironic has no Glance: the type it
+        # records can only be the one it was given.
+        node, = ironic.enroll_nodes(1)
+        ironic_api.claim_node(node, _new_uuid(), MARK)
+        ironic_api.patch_node(node, [{
+            'op': 'add', 'path': '/instance_info',
+            'value': {'image_source': GLANCE_IMAGE, 'root_gb': 10,
+                      'image_type': image_type}}])
+        ironic_api.set_provision_state(node, 'active')
+        ironic.wait_for_node(node, provision_state='active')
+        found = ironic_api.get_node(
+            node, fields=['instance_info', 'driver_internal_info'])
+        assert found['driver_internal_info']['is_whole_disk_image'] is (
+            whole_disk)
+        assert found['instance_info']['image_type'] == image_type
+
+    def test_the_drivers_image_type_is_ironics_rule(self):
+        # Ironic's rule on Glance's properties, against the driver's on
+        # the same properties as Nova stores them (text, image_ prefix).
+        cases = [{}, {'kernel_id': 'k', 'ramdisk_id': 'r'},
+                 {'kernel_id': 'k'}, {'ramdisk_id': 'r'},
+                 {'kernel_id': None}, {'img_type': 'partition'},
+                 {'img_type': 'whole-disk', 'kernel_id': 'k'},
+                 {'img_type': 'partition', 'kernel_id': 'k'}]
+        python = os.path.join(
+            os.path.dirname(venvs.ensure_venv('ironic')), 'python')
+        ironic_says = json.loads(subprocess.run(
+            [python, '-c', IRONIC_IMAGE_TYPE_RULE, GLANCE_IMAGE],
+            input=json.dumps(cases), capture_output=True, text=True,
+            check=True).stdout)
+        ours = [metadata.image_type({'image_%s' % key: str(value)
+                                     for key, value in case.items()})
+                for case in cases]
+        assert ours == [metadata.WHOLE_DISK if whole else metadata.PARTITION
+                        for whole in ironic_says]
+        assert set(ours) == {metadata.WHOLE_DISK, metadata.PARTITION}
 
     def test_deploy_and_undeploy(self, ironic, ironic_api):
         node = self._deployed(ironic, ironic_api)

@@ -26,6 +26,7 @@ from nova import context
 from nova import objects
 from nova.virt import driver
 
+from ironic_multi._virt import metadata
 from tests.functional import nova_base
 
 
@@ -50,7 +51,8 @@ class BootDeleteTest(nova_base.IronicMultiTestBase):
         # instance as Nova's API stored it.
         server = self.boot()
         node = self.ironic.get_node(self.node_of(server['id'])['uuid'],
-                                    fields=['instance_info', 'properties'])
+                                    fields=['instance_info', 'properties',
+                                            'driver_internal_info'])
         info = node['instance_info']
         ctxt = context.get_admin_context()
         instance = objects.Instance.get_by_uuid(
@@ -71,6 +73,12 @@ class BootDeleteTest(nova_base.IronicMultiTestBase):
                 'project_id', 'project_name', 'user_id', 'user_name',
                 'fixed_ips', 'floating_ips', 'local_gb', 'flavor_name',
                 'display_name')})
+        # The image's type from its properties as Nova stored them, and
+        # Ironic took it without asking Glance (this Ironic has none).
+        image_type = metadata.image_type(instance.system_metadata)
+        self.assertEqual(image_type, info['image_type'])
+        self.assertEqual(image_type == metadata.WHOLE_DISK,
+                         node['driver_internal_info']['is_whole_disk_image'])
         self.delete_and_check(server)
 
 

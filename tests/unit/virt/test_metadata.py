@@ -87,6 +87,7 @@ def test_deployment_for():
         'fixed_ips': '[]',
         'floating_ips': '[]',
         'capabilities': json.dumps({'boot_mode': 'uefi'}),
+        'image_type': 'whole-disk',
     }
 
 
@@ -137,6 +138,7 @@ def test_deployment_as_the_ironic_provider_writes_it():
         '/instance_info/user_name': 'N/A',
         '/instance_info/fixed_ips': '[]',
         '/instance_info/floating_ips': '[]',
+        '/instance_info/image_type': 'whole-disk',
         '/instance_info/nova_host_id': fakes.HOST,
         '/instance_info/capabilities': json.dumps({'boot_mode': 'uefi'}),
     }
@@ -152,6 +154,32 @@ def test_deployment_names_the_required_traits():
     assert info['traits'] == ['CUSTOM_IMAGE', 'CUSTOM_RAID']
     assert 'traits' not in deployment(fakes.instance()).instance_info
     assert 'capabilities' not in deployment(fakes.instance()).instance_info
+
+
+@pytest.mark.parametrize('properties, expected', [
+    ({}, 'whole-disk'),
+    ({'image_kernel_id': 'k', 'image_ramdisk_id': 'r'}, 'partition'),
+    ({'image_ramdisk_id': 'r'}, 'partition'),
+    # Nova keeps str(None) of a null property: not a kernel.
+    ({'image_kernel_id': 'None'}, 'whole-disk'),
+    # The image's own word comes first, either way.
+    ({'image_img_type': 'partition'}, 'partition'),
+    ({'image_img_type': 'whole-disk', 'image_kernel_id': 'k'},
+     'whole-disk'),
+])
+def test_deployment_names_the_image_type_so_ironic_asks_glance_nothing(
+        properties, expected):
+    info = deployment(fakes.instance(
+        system_metadata=properties)).instance_info
+    assert info['image_type'] == expected
+
+
+def test_a_deployment_from_volumes_has_no_image_type():
+    target = base.VolumeTarget(volume_id='v', volume_type='iscsi',
+                               properties={}, boot_index=0)
+    found = deployment(fakes.instance(), volume_targets=(target,))
+    assert found.image_source is None
+    assert 'image_type' not in found.instance_info
 
 
 @pytest.mark.parametrize('preserve, expected', [
