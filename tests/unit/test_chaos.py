@@ -1015,6 +1015,39 @@ def test_a_look_that_recorded_its_sample_is_a_good_one(monkeypatch):
     assert observer.watched() == []
 
 
+def test_placement_views_need_not_wait_for_the_observers_connection(
+        monkeypatch):
+    # Planted: the observer's thread dropped its connection after a failed
+    # look, as a fault's thread asks for placement's views (CI, 2026-12-04:
+    # AttributeError, and the fault was never injected).
+    observer, _history = _observer(monkeypatch, [])
+    provider = mock.Mock(id='p1')
+    provider.name = 'compute-1'
+    placement = observer.cloud.connection.return_value.placement
+    placement.resource_providers.return_value = [provider]
+    placement.resource_provider_inventories.return_value = []
+    placement.get.return_value.json.return_value = {'usages': {}}
+    observer._connection = None
+    found = []
+    thread = threading.Thread(
+        target=lambda: found.append(observer.placement_views()))
+    thread.start()
+    thread.join(5)
+    assert list(found[0]) == ['compute-1']
+
+
+def test_a_failed_placement_read_gets_a_new_connection_next_time(
+        monkeypatch):
+    observer, _history = _observer(monkeypatch, [])
+    placement = observer.cloud.connection.return_value.placement
+    placement.resource_providers.side_effect = [
+        RuntimeError('placement restarts'), []]
+    with pytest.raises(RuntimeError):
+        observer.placement_views()
+    assert observer.placement_views() == {}
+    assert observer.cloud.connection.call_count == 2
+
+
 @pytest.mark.parametrize('looks,failed,blind,bad', [
     (100, 0, 2.0, []),
     (85, 15, 2.0, []),

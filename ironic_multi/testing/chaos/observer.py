@@ -70,6 +70,10 @@ class Observer(object):
         self._seen = set()
         self._ironic = ironic_nodes.admin_nodes(cloud.ironic_server)
         self._connection = None
+        # The connections placement_views() reads with, one per thread:
+        # the faults and the workload ask from their own threads, while
+        # the observer's thread drops its own after a failed look.
+        self._placement = threading.local()
         self.classes = cloud.layout.resource_classes()
 
     def __enter__(self):
@@ -96,6 +100,7 @@ class Observer(object):
                 # New clients after a failure: a restarted service may
                 # have closed their connections for good.
                 self._connection = None
+                self._placement.connection = None
             self._stop.wait(self.period)
         self._blind_until(time.monotonic())
 
@@ -152,8 +157,22 @@ class Observer(object):
                 self.history.violation(invariant, detail)
 
     def placement_views(self):
-        """``{host: {placement class: view}}`` of every compute's provider."""
-        placement = self._connection.placement
+        """``{host: {placement class: view}}`` of every compute's provider.
+
+        Through a connection of the calling thread's own.
+        """
+        connection = getattr(self._placement, 'connection', None)
+        if connection is None:
+            connection = self._placement.connection = self.cloud.connection(
+                cloud_mod.ADMIN_CLOUD, shared=False)
+        try:
+            return self._views(connection.placement)
+        except Exception:
+            # A new one next time: placement may have closed it for good.
+            self._placement.connection = None
+            raise
+
+    def _views(self, placement):
         views = {}
         for provider in placement.resource_providers():
             if provider.name not in self.cloud.computes:
