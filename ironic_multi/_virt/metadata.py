@@ -18,6 +18,7 @@ drive)."""
 
 import nova.conf
 from nova.network import model as network_model
+from nova import utils as nova_utils
 from nova.virt import configdrive
 from nova.virt import driver
 from oslo_serialization import jsonutils
@@ -31,9 +32,6 @@ NOVA_CONF = nova.conf.CONF
 _CAPABILITIES = 'capabilities:'
 # The values of Ironic's instance_info/image_type for a Glance image.
 PARTITION, WHOLE_DISK = 'partition', 'whole-disk'
-# Nova keeps an image's properties in the instance's system metadata, as
-# text: image_<property>.
-_IMAGE_PROPERTY = 'image_%s'
 
 
 def flavor_dict(flavor):
@@ -138,8 +136,11 @@ def image_type(system_metadata):
     or a ramdisk; applied to the properties Nova stored with the instance
     (and stores anew on rebuild).
     """
+    properties = nova_utils.get_image_from_system_metadata(
+        system_metadata)['properties']
+
     def prop(name):
-        value = system_metadata.get(_IMAGE_PROPERTY % name)
+        value = properties.get(name)
         # Nova stores str(value): a property set to null reads 'None'.
         return None if value in (None, '', 'None') else value
 

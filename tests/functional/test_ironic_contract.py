@@ -25,6 +25,7 @@ import os
 import subprocess
 import uuid
 
+from nova import utils as nova_utils
 import pytest
 
 from ironic_multi._reservation.providers.ironic import ownership
@@ -335,7 +336,7 @@ class TestFakeHardwareProvisioning:
 
     def test_the_drivers_image_type_is_ironics_rule(self):
         # Ironic's rule on Glance's properties, against the driver's on
-        # the same properties as Nova stores them (text, image_ prefix).
+        # the same properties as Nova stores them with the instance.
         cases = [{}, {'kernel_id': 'k', 'ramdisk_id': 'r'},
                  {'kernel_id': 'k'}, {'ramdisk_id': 'r'},
                  {'kernel_id': None}, {'img_type': 'partition'},
@@ -347,9 +348,10 @@ class TestFakeHardwareProvisioning:
             [python, '-c', IRONIC_IMAGE_TYPE_RULE, GLANCE_IMAGE],
             input=json.dumps(cases), capture_output=True, text=True,
             check=True).stdout)
-        ours = [metadata.image_type({'image_%s' % key: str(value)
-                                     for key, value in case.items()})
-                for case in cases]
+        stored = [nova_utils.get_system_metadata_from_image(
+            {'properties': case}) for case in cases]
+        ours = [metadata.image_type(system_metadata)
+                for system_metadata in stored]
         assert ours == [metadata.WHOLE_DISK if whole else metadata.PARTITION
                         for whole in ironic_says]
         assert set(ours) == {metadata.WHOLE_DISK, metadata.PARTITION}

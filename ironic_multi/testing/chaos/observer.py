@@ -72,7 +72,7 @@ class Observer(object):
         self._connection = None
         # The connections placement_views() reads with, one per thread:
         # the faults and the workload ask from their own threads, while
-        # the observer's thread drops its own after a failed look.
+        # the observer's thread drops its look's connection after a failure.
         self._placement = threading.local()
         self.classes = cloud.layout.resource_classes()
 
@@ -100,7 +100,6 @@ class Observer(object):
                 # New clients after a failure: a restarted service may
                 # have closed their connections for good.
                 self._connection = None
-                self._placement.connection = None
             self._stop.wait(self.period)
         self._blind_until(time.monotonic())
 
